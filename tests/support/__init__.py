@@ -1,0 +1,1 @@
+"""Test helpers: a fake monotonic clock and an in-memory datagram network."""

@@ -1,0 +1,118 @@
+"""An in-memory datagram network in virtual time.
+
+Modelled on trio's testing helpers: every datagram passes through a
+``route_packet`` hook that decides its fate. The hook returns the list of
+delays after which copies are delivered: ``[]`` drops the datagram, ``[d]``
+delivers it once after ``d`` seconds, ``[d1, d2]`` duplicates it. Reordering
+follows from unequal delays.
+
+Broadcast: a datagram to ``BROADCAST`` host reaches every endpoint bound to
+the destination port, the sender included (as on a real loopback broadcast).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Address = tuple[str, int]
+BROADCAST = "127.255.255.255"
+
+RoutePacket = Callable[[Address, Address, bytes], list[float]]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    at: float
+    src: Address
+    dst: Address
+    data: bytes
+
+
+def perfect_link(src: Address, dst: Address, data: bytes) -> list[float]:
+    """Deliver every datagram once, at once."""
+    return [0.0]
+
+
+@dataclass
+class SeededFaults:
+    """A ``route_packet`` hook: drop, duplicate and delay from a seeded RNG."""
+
+    seed: int
+    drop: float = 0.0
+    duplicate: float = 0.0
+    delay: float = 0.0
+    jitter: float = 0.0
+    rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("drop", "duplicate"):
+            p = getattr(self, name)
+            if not 0.0 <= p <= 1.0:
+                raise ValueError(f"{name} must be a probability, got {p}")
+        if self.delay < 0 or self.jitter < 0:
+            raise ValueError("delay and jitter must be >= 0")
+        self.rng = random.Random(self.seed)
+
+    def _one_delay(self) -> float:
+        return self.delay + (self.rng.uniform(0.0, self.jitter) if self.jitter else 0.0)
+
+    def __call__(self, src: Address, dst: Address, data: bytes) -> list[float]:
+        if self.rng.random() < self.drop:
+            return []
+        delays = [self._one_delay()]
+        if self.rng.random() < self.duplicate:
+            delays.append(self._one_delay())
+        return delays
+
+
+class FakeNetwork:
+    """Endpoints exchange datagrams in virtual time; nothing touches a socket."""
+
+    def __init__(self, route_packet: RoutePacket = perfect_link) -> None:
+        self.route_packet = route_packet
+        self._queue: list[tuple[float, int, Delivery]] = []
+        self._order = itertools.count()
+        self._inboxes: dict[Address, list[tuple[bytes, Address, float]]] = {}
+        self.sent = 0
+        self.delivered = 0
+
+    def bind(self, addr: Address) -> None:
+        if addr in self._inboxes:
+            raise OSError(f"address already in use: {addr}")
+        self._inboxes[addr] = []
+
+    def send(self, src: Address, dst: Address, data: bytes, now: float) -> None:
+        self.sent += 1
+        targets = (
+            [a for a in self._inboxes if a[1] == dst[1]] if dst[0] == BROADCAST else [dst]
+        )
+        for target in targets:
+            for delay in self.route_packet(src, target, data):
+                d = Delivery(now + delay, src, target, data)
+                heapq.heappush(self._queue, (d.at, next(self._order), d))
+
+    def next_delivery_at(self) -> float | None:
+        return self._queue[0][0] if self._queue else None
+
+    def run_until(self, now: float) -> list[Delivery]:
+        """Deliver everything due by ``now`` into the inboxes; return it in order."""
+        out: list[Delivery] = []
+        while self._queue and self._queue[0][0] <= now:
+            _, _, d = heapq.heappop(self._queue)
+            inbox = self._inboxes.get(d.dst)
+            if inbox is None:
+                continue  # nobody bound there: lost, as on a real network
+            inbox.append((d.data, d.src, d.at))
+            self.delivered += 1
+            out.append(d)
+        return out
+
+    def receive(self, addr: Address) -> list[tuple[bytes, Address, float]]:
+        """Take every datagram waiting at ``addr``: (data, source, arrival time)."""
+        inbox = self._inboxes[addr]
+        items, inbox[:] = list(inbox), []
+        return items
