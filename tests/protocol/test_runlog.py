@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from protocol.runlog import ReadStats, RunLog, b64, log_path, read_run_log
+from tests.support.clock import FakeClock
+
+
+def test_lines_round_trip_with_bytes_arrays_and_exact_floats(tmp_path: Path) -> None:
+    clock = FakeClock(12.5)
+    log = RunLog(log_path(tmp_path, "walnut"), "walnut", clock)
+    x = 0.1 + 0.2
+    log.log("rx", raw=b"\x00\xffMZ01", mu=np.array([0.5, 1.25]), x=x, n=np.int64(3))
+    clock.advance(1.0)
+    log.log("tick")
+    log.close()
+    lines = list(read_run_log(tmp_path / "walnut.jsonl"))
+    assert [(d["t"], d["event"], d["proc"]) for d in lines] == [
+        (12.5, "rx", "walnut"),
+        (13.5, "tick", "walnut"),
+    ]
+    assert b64(lines[0]["raw"]) == b"\x00\xffMZ01"
+    assert lines[0]["mu"] == [0.5, 1.25] and lines[0]["x"] == x and lines[0]["n"] == 3
+
+
+def test_a_killed_writer_damages_at_most_its_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "victim.jsonl"
+    code = textwrap.dedent(
+        f"""
+        import time
+        from pathlib import Path
+        from protocol.runlog import RunLog
+        log = RunLog(Path({str(path)!r}), "victim", time.monotonic)
+        i = 0
+        while True:
+            log.log("spam", i=i, pad="x" * 500)
+            i += 1
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = 50
+        while (not path.exists() or path.stat().st_size < 200_000) and deadline:
+            subprocess.run(["sleep", "0.1"], check=True)
+            deadline -= 1
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+    stats = ReadStats()
+    seq = [d["i"] for d in read_run_log(path, stats)]
+    assert seq == list(range(len(seq))) and len(seq) > 100
+    assert stats.bad_lines <= 1
