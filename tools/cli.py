@@ -15,7 +15,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     bench = sub.add_parser("bench", help="run a benchmark and print what it measured")
-    bench.add_argument("suite", choices=["belief", "all"], help="which benchmark suite")
+    bench.add_argument(
+        "suite",
+        choices=["belief", "carlink", "world", "swarm", "perception", "all"],
+        help="which benchmark suite",
+    )
     bench.add_argument("--json", action="store_true", help="one JSON object per case")
     bench.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
     return parser
