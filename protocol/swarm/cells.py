@@ -1,0 +1,219 @@
+"""Cell arrays: global lattice indices (int16) with float16 (mu, var), and their wire form.
+
+On the wire the cells of one message are a single msgpack ``bin`` holding four
+big-endian arrays back to back: ``ix[n] (int16) | iy[n] (int16) | mu[n] (float16) |
+var[n] (float16)``, 8 bytes a cell. This module also holds the arithmetic that
+splits a cell set into chunks that fit a datagram.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from protocol.swarm.errors import FieldError, RejectReason
+
+BYTES_PER_CELL = 8
+INT16_MIN = -(2**15)
+INT16_MAX = 2**15 - 1
+
+_WIRE_INDEX = np.dtype(">i2")
+_WIRE_VALUE = np.dtype(">f2")
+
+
+def _readonly(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    a.flags.writeable = False
+    return a
+
+
+class Cells:
+    """An immutable set of cells: ``ix``, ``iy`` (int16) and ``mu``, ``var`` (float16).
+
+    Every value is finite, every ``var`` is > 0 and no (ix, iy) appears twice.
+    Equality is bitwise on the wire form. Build one from arbitrary numeric arrays
+    with :meth:`from_arrays` (raises ``ValueError`` on anything out of range) or
+    from wire bytes with :meth:`from_bytes`.
+    """
+
+    __slots__ = ("_bytes", "ix", "iy", "mu", "var")
+
+    ix: npt.NDArray[np.int16]
+    iy: npt.NDArray[np.int16]
+    mu: npt.NDArray[np.float16]
+    var: npt.NDArray[np.float16]
+    _bytes: bytes | None
+
+    def __init__(
+        self,
+        ix: npt.NDArray[np.int16],
+        iy: npt.NDArray[np.int16],
+        mu: npt.NDArray[np.float16],
+        var: npt.NDArray[np.float16],
+    ) -> None:
+        arrays = (ix, iy, mu, var)
+        dtypes = (np.int16, np.int16, np.float16, np.float16)
+        for name, a, dt in zip(("ix", "iy", "mu", "var"), arrays, dtypes, strict=True):
+            if not isinstance(a, np.ndarray) or a.dtype != dt or a.ndim != 1:
+                raise FieldError(
+                    RejectReason.BAD_TYPE, f"{name} must be a 1-D {np.dtype(dt)} array"
+                )
+        n = len(ix)
+        if not len(iy) == len(mu) == len(var) == n:
+            raise FieldError(RejectReason.BAD_SHAPE, "ix, iy, mu, var must have equal lengths")
+        if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(var))):
+            raise FieldError(RejectReason.NOT_FINITE, "mu and var must be finite")
+        if n and not np.all(var > 0):
+            raise FieldError(RejectReason.OUT_OF_RANGE, "var must be > 0")
+        if n > 1:
+            keys = (ix.astype(np.int32) << 16) | (iy.astype(np.int32) & 0xFFFF)
+            if len(np.unique(keys)) != n:
+                raise FieldError(RejectReason.INCONSISTENT, "a cell (ix, iy) appears twice")
+        object.__setattr__(self, "ix", _readonly(ix.copy()))
+        object.__setattr__(self, "iy", _readonly(iy.copy()))
+        object.__setattr__(self, "mu", _readonly(mu.copy()))
+        object.__setattr__(self, "var", _readonly(var.copy()))
+        object.__setattr__(self, "_bytes", None)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Cells is immutable")
+
+    @classmethod
+    def empty(cls) -> Cells:
+        return cls(
+            np.zeros(0, np.int16), np.zeros(0, np.int16),
+            np.zeros(0, np.float16), np.zeros(0, np.float16),
+        )
+
+    @classmethod
+    def from_arrays(
+        cls, ix: npt.ArrayLike, iy: npt.ArrayLike, mu: npt.ArrayLike, var: npt.ArrayLike
+    ) -> Cells:
+        """Convert sender-side arrays, refusing what the wire cannot carry.
+
+        ``ix``/``iy`` must be integers within int16; ``mu``/``var`` are rounded to the
+        nearest float16 and must stay finite (|x| < 65520), with ``var`` still > 0 after
+        rounding. Raises ``ValueError`` (a :class:`FieldError`) otherwise.
+        """
+        idx = []
+        for name, raw in (("ix", ix), ("iy", iy)):
+            a = np.asarray(raw)
+            if a.ndim != 1:
+                raise FieldError(RejectReason.BAD_SHAPE, f"{name} must be 1-D")
+            if a.size and not np.issubdtype(a.dtype, np.integer):
+                raise FieldError(RejectReason.BAD_TYPE, f"{name} must hold integers, got {a.dtype}")
+            a64 = a.astype(np.int64)
+            if a64.size and (a64.min() < INT16_MIN or a64.max() > INT16_MAX):
+                raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} outside int16")
+            idx.append(a64.astype(np.int16))
+        vals = []
+        for name, raw in (("mu", mu), ("var", var)):
+            a = np.asarray(raw)
+            if a.ndim != 1:
+                raise FieldError(RejectReason.BAD_SHAPE, f"{name} must be 1-D")
+            if a.size and not (
+                np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
+            ):
+                raise FieldError(RejectReason.BAD_TYPE, f"{name} must hold numbers, got {a.dtype}")
+            f64 = a.astype(np.float64)
+            if not np.all(np.isfinite(f64)):
+                raise FieldError(RejectReason.NOT_FINITE, f"{name} holds NaN or infinity")
+            with np.errstate(over="ignore"):
+                f16 = f64.astype(np.float16)
+            if not np.all(np.isfinite(f16)):
+                raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} outside the float16 range")
+            vals.append(f16)
+        if vals[1].size and not np.all(vals[1] > 0):
+            raise FieldError(
+                RejectReason.OUT_OF_RANGE, "var must be > 0 (and not underflow to 0 in float16)"
+            )
+        return cls(idx[0], idx[1], vals[0], vals[1])
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Cells:
+        """Parse the wire ``bin``; raises :class:`FieldError` on a bad length or value."""
+        if len(data) % BYTES_PER_CELL:
+            raise FieldError(
+                RejectReason.BAD_SHAPE, f"cell bin of {len(data)} bytes is not a multiple of 8"
+            )
+        n = len(data) // BYTES_PER_CELL
+        ix = np.frombuffer(data, _WIRE_INDEX, n, 0).astype(np.int16)
+        iy = np.frombuffer(data, _WIRE_INDEX, n, 2 * n).astype(np.int16)
+        mu = np.frombuffer(data, _WIRE_VALUE, n, 4 * n).astype(np.float16)
+        var = np.frombuffer(data, _WIRE_VALUE, n, 6 * n).astype(np.float16)
+        return cls(ix, iy, mu, var)
+
+    def to_bytes(self) -> bytes:
+        cached: bytes | None = self._bytes
+        if cached is None:
+            cached = b"".join(
+                (
+                    self.ix.astype(_WIRE_INDEX).tobytes(),
+                    self.iy.astype(_WIRE_INDEX).tobytes(),
+                    self.mu.astype(_WIRE_VALUE).tobytes(),
+                    self.var.astype(_WIRE_VALUE).tobytes(),
+                )
+            )
+            object.__setattr__(self, "_bytes", cached)
+        return cached
+
+    def slice(self, start: int, stop: int) -> Cells:
+        return Cells(
+            self.ix[start:stop], self.iy[start:stop], self.mu[start:stop], self.var[start:stop]
+        )
+
+    @classmethod
+    def concatenate(cls, parts: list[Cells]) -> Cells:
+        """Join cell sets; raises :class:`FieldError` if a cell appears in two parts."""
+        if not parts:
+            return cls.empty()
+        return cls(
+            np.concatenate([p.ix for p in parts]),
+            np.concatenate([p.iy for p in parts]),
+            np.concatenate([p.mu for p in parts]),
+            np.concatenate([p.var for p in parts]),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ix)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Cells):
+            return NotImplemented
+        return self.to_bytes() == other.to_bytes()
+
+    def __hash__(self) -> int:
+        return hash(self.to_bytes())
+
+    def __repr__(self) -> str:
+        return f"Cells(n={len(self)})"
+
+
+def bin_header_size(n_bytes: int) -> int:
+    """Bytes of the msgpack header of a ``bin`` of ``n_bytes`` (bin 8, 16 or 32)."""
+    if n_bytes < 2**8:
+        return 2
+    if n_bytes < 2**16:
+        return 3
+    return 5
+
+
+def cells_that_fit(limit: int, overhead_without_bin: int) -> int:
+    """Most cells whose datagram stays <= ``limit`` bytes.
+
+    ``overhead_without_bin`` is the encoded datagram size (MAC included) of the same
+    message with no cells, minus the 2-byte header of its empty ``bin``.
+    """
+    room = limit - overhead_without_bin
+    n = max(0, (room - 2) // BYTES_PER_CELL)
+    while n > 0 and bin_header_size(n * BYTES_PER_CELL) + n * BYTES_PER_CELL > room:
+        n -= 1
+    return n
+
+
+def split_cells(cells: Cells, per_chunk: int) -> list[Cells]:
+    """Cut ``cells`` into consecutive chunks of at most ``per_chunk`` cells (none if empty)."""
+    if per_chunk < 1:
+        raise ValueError(f"per_chunk must be >= 1, got {per_chunk}")
+    return [cells.slice(i, i + per_chunk) for i in range(0, len(cells), per_chunk)]

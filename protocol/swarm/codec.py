@@ -1,0 +1,297 @@
+"""Swarm datagrams: ``msgpack(envelope) || HMAC-SHA256(key, msgpack)[:16]``.
+
+``encode`` is deterministic. ``decode_datagram`` runs every check of SWARM.md except
+the replay window (which needs state, see :mod:`protocol.swarm.receiver`) and raises
+only :class:`SwarmDecodeError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+
+from protocol.swarm.cells import BYTES_PER_CELL, Cells
+from protocol.swarm.errors import FieldError, RejectReason, SwarmDecodeError
+from protocol.swarm.messages import (
+    BYE_REASON_MAX_BYTES,
+    DEFAULT_DATAGRAM_LIMIT,
+    MAC_LEN,
+    MAX_COUNTERS,
+    PROTOCOL_VERSION,
+    Body,
+    Bye,
+    Heartbeat,
+    Kind,
+    Message,
+    Patch,
+    Ping,
+    Pong,
+    Snapshot,
+    Track,
+    check_datagram_limit,
+    validate_header,
+)
+
+MIN_KEY_BYTES = 16
+MAX_KEY_BYTES = 1024
+ENVELOPE_LEN = 8
+# Structural limits given to the msgpack parser: the largest string, array and map
+# any valid message holds. Anything larger is ``malformed`` before types are looked at.
+MAX_STR_LEN = BYE_REASON_MAX_BYTES
+MAX_ARRAY_LEN = 10
+MAX_MAP_LEN = MAX_COUNTERS
+
+
+def check_key(key: bytes) -> bytes:
+    """Validate a swarm key: 16..1024 bytes (32 random bytes recommended)."""
+    if not isinstance(key, bytes | bytearray | memoryview):
+        raise TypeError("the swarm key must be bytes")
+    key = bytes(key)
+    if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
+        raise ValueError(f"the swarm key must be {MIN_KEY_BYTES}..{MAX_KEY_BYTES} bytes")
+    return key
+
+
+def mac(payload: bytes, key: bytes) -> bytes:
+    """The 16-byte tag: the first 16 bytes of HMAC-SHA256(key, payload)."""
+    return hmac.new(key, payload, hashlib.sha256).digest()[:MAC_LEN]
+
+
+def seal(payload: bytes, key: bytes) -> bytes:
+    """Append the MAC to msgpack bytes (also used to craft test datagrams)."""
+    return payload + mac(payload, check_key(key))
+
+
+def pack(obj: Any) -> bytes:
+    """Deterministic msgpack: shortest int forms, float 64, str and bin types, maps in order."""
+    data: bytes = msgpack.packb(obj, use_bin_type=True)
+    return data
+
+
+# --- message -> wire ------------------------------------------------------------------------
+
+
+def body_to_wire(body: Body) -> list[Any]:
+    """The msgpack array of a body (layouts in SWARM.md)."""
+    match body:
+        case Heartbeat():
+            return [
+                body.x, body.y, body.heading, list(body.cov), int(body.mode),
+                body.origin_ix, body.origin_iy, dict(body.counters),
+            ]
+        case Patch():
+            return [body.cell_size_mm, body.t_ref, body.cells.to_bytes()]
+        case Track():
+            return [list(body.mean), list(body.cov), body.t_ref, body.updates]
+        case Ping():
+            return [body.ping_id]
+        case Pong():
+            return [body.ping_id, body.t1, body.t2, body.t3]
+        case Snapshot():
+            return [
+                body.snapshot_id, body.chunk_index, body.chunk_count, body.origin_ix,
+                body.origin_iy, body.width, body.height, body.cell_size_mm, body.t_ref,
+                body.cells.to_bytes(),
+            ]
+        case Bye():
+            return [body.reason]
+    raise TypeError(f"not a message body: {type(body).__name__}")
+
+
+def to_wire(message: Message) -> list[Any]:
+    """The envelope array: [version, kind, swarm_id, sender, epoch, seq, t_sent, body]."""
+    return [
+        PROTOCOL_VERSION, int(message.kind), message.swarm_id, message.sender,
+        message.epoch, message.seq, message.t_sent, body_to_wire(message.body),
+    ]
+
+
+def encoded_size(message: Message) -> int:
+    """Length of the datagram ``encode`` would produce, MAC included."""
+    return len(pack(to_wire(message))) + MAC_LEN
+
+
+def encode(message: Message, key: bytes, *, limit: int = DEFAULT_DATAGRAM_LIMIT) -> bytes:
+    """Encode and sign; ``ValueError`` if the datagram would exceed ``limit``."""
+    check_datagram_limit(limit)
+    payload = pack(to_wire(message))
+    if len(payload) + MAC_LEN > limit:
+        raise ValueError(
+            f"{message.kind.name} datagram of {len(payload) + MAC_LEN} bytes exceeds the "
+            f"{limit}-byte limit (split cells with protocol.swarm.chunking)"
+        )
+    return seal(payload, key)
+
+
+# --- wire -> message ------------------------------------------------------------------------
+
+
+class _MapPairs(tuple[tuple[Any, Any], ...]):
+    """A decoded msgpack map, kept as its pairs so duplicates and types can be checked."""
+
+
+def _map_pairs(pairs: list[tuple[Any, Any]]) -> _MapPairs:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("duplicate map key")
+    return _MapPairs(pairs)
+
+
+def _no_ext(code: int, data: bytes) -> Any:
+    raise ValueError(f"ext type {code} is not allowed")
+
+
+def _unpack(payload: bytes, limit: int) -> Any:
+    try:
+        return msgpack.unpackb(
+            payload,
+            raw=False,
+            use_list=True,
+            strict_map_key=True,
+            object_pairs_hook=_map_pairs,
+            ext_hook=_no_ext,
+            timestamp=0,
+            max_str_len=MAX_STR_LEN,
+            max_bin_len=limit,
+            max_array_len=MAX_ARRAY_LEN,
+            max_map_len=MAX_MAP_LEN,
+            max_ext_len=0,
+        )
+    except msgpack.ExtraData as e:
+        raise SwarmDecodeError(RejectReason.TRAILING_BYTES, f"{len(e.extra)} bytes") from None
+    except Exception as e:  # msgpack raises many types; none may escape
+        raise SwarmDecodeError(RejectReason.MALFORMED, f"{type(e).__name__}: {e}") from None
+
+
+# Wire types of a field: F float, I int, S str, B bin, M map of str -> int,
+# or an int n for an array of n floats.
+_FieldSpec = str | int
+_BODY_SPECS: dict[Kind, tuple[_FieldSpec, ...]] = {
+    Kind.HEARTBEAT: ("F", "F", "F", 6, "I", "I", "I", "M"),
+    Kind.PATCH: ("I", "F", "B"),
+    Kind.TRACK: (4, 10, "F", "I"),
+    Kind.PING: ("I",),
+    Kind.PONG: ("I", "F", "F", "F"),
+    Kind.SNAPSHOT: ("I", "I", "I", "I", "I", "I", "I", "I", "F", "B"),
+    Kind.BYE: ("S",),
+}
+_SCALAR_TYPES: dict[str, type] = {"F": float, "I": int, "S": str, "B": bytes}
+
+
+def _check_field(where: str, value: Any, spec: _FieldSpec) -> None:
+    if isinstance(spec, int):
+        if type(value) is not list or len(value) != spec:
+            raise SwarmDecodeError(RejectReason.BAD_SHAPE, f"{where} must be an array of {spec}")
+        for i, v in enumerate(value):
+            if type(v) is not float:
+                raise SwarmDecodeError(RejectReason.BAD_TYPE, f"{where}[{i}] must be a float")
+    elif spec == "M":
+        if not isinstance(value, _MapPairs):
+            raise SwarmDecodeError(RejectReason.BAD_SHAPE, f"{where} must be a map")
+        for k, v in value:
+            if type(k) is not str or type(v) is not int:
+                raise SwarmDecodeError(RejectReason.BAD_TYPE, f"{where} must map str to int")
+    else:
+        if type(value) is not _SCALAR_TYPES[spec]:
+            raise SwarmDecodeError(RejectReason.BAD_TYPE, f"{where} has the wrong type")
+        if isinstance(value, bytes) and len(value) % BYTES_PER_CELL:
+            raise SwarmDecodeError(
+                RejectReason.BAD_SHAPE, f"{where}: cell bin length is not a multiple of 8"
+            )
+
+
+def _check_types(env: Any) -> Kind:
+    """Shape and msgpack types of the envelope and body, in wire order."""
+    if type(env) is not list or not env:
+        raise SwarmDecodeError(RejectReason.BAD_SHAPE, "envelope must be a non-empty array")
+    if type(env[0]) is not int or env[0] != PROTOCOL_VERSION:
+        raise SwarmDecodeError(RejectReason.BAD_VERSION, f"version {env[0]!r}")
+    if len(env) != ENVELOPE_LEN:
+        raise SwarmDecodeError(RejectReason.BAD_SHAPE, f"envelope has {len(env)} elements")
+    if type(env[1]) is not int:
+        raise SwarmDecodeError(RejectReason.BAD_TYPE, "kind must be an int")
+    try:
+        kind = Kind(env[1])
+    except ValueError:
+        raise SwarmDecodeError(RejectReason.UNKNOWN_KIND, f"kind {env[1]}") from None
+    for where, value, wire_type in zip(
+        ("swarm_id", "sender", "epoch", "seq", "t_sent"), env[2:7], "ISIIF", strict=True
+    ):
+        _check_field(where, value, wire_type)
+    body = env[7]
+    specs = _BODY_SPECS[kind]
+    if type(body) is not list or len(body) != len(specs):
+        raise SwarmDecodeError(
+            RejectReason.BAD_SHAPE, f"{kind.name} body must be an array of {len(specs)}"
+        )
+    for i, (value, spec) in enumerate(zip(body, specs, strict=True)):
+        _check_field(f"{kind.name} body[{i}]", value, spec)
+    return kind
+
+
+def _body_with_cells(b: list[Any], build: Callable[[Cells], Patch | Snapshot]) -> Body:
+    build(Cells.empty())  # scalar fields first, in wire order
+    return build(Cells.from_bytes(b[-1]))
+
+
+def _build_body(kind: Kind, b: list[Any]) -> Body:
+    match kind:
+        case Kind.HEARTBEAT:
+            return Heartbeat(b[0], b[1], b[2], tuple(b[3]), b[4], b[5], b[6], tuple(b[7]))
+        case Kind.PATCH:
+            return _body_with_cells(b, lambda cells: Patch(b[0], b[1], cells))
+        case Kind.TRACK:
+            return Track(tuple(b[0]), tuple(b[1]), b[2], b[3])
+        case Kind.PING:
+            return Ping(b[0])
+        case Kind.PONG:
+            return Pong(b[0], b[1], b[2], b[3])
+        case Kind.SNAPSHOT:
+            return _body_with_cells(
+                b,
+                lambda cells: Snapshot(
+                    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], cells
+                ),
+            )
+        case Kind.BYE:
+            return Bye(b[0])
+
+
+def decode_payload(
+    payload: bytes, swarm_id: int, *, limit: int = DEFAULT_DATAGRAM_LIMIT
+) -> Message:
+    """Checks 3 to 9 of SWARM.md on msgpack bytes whose MAC has been verified."""
+    env = _unpack(payload, limit)
+    kind = _check_types(env)
+    try:
+        validate_header(*env[2:7])
+        body = _build_body(kind, env[7])
+        message = Message(env[2], env[3], env[4], env[5], env[6], body)
+    except FieldError as e:
+        raise SwarmDecodeError(e.reason, e.detail) from None
+    if message.swarm_id != swarm_id:
+        raise SwarmDecodeError(RejectReason.WRONG_SWARM, f"swarm id {message.swarm_id}")
+    return message
+
+
+def decode_datagram(
+    data: bytes, key: bytes, swarm_id: int, *, limit: int = DEFAULT_DATAGRAM_LIMIT
+) -> Message:
+    """Decode one datagram, raising :class:`SwarmDecodeError` on the first failed check.
+
+    Pure: the replay window is not consulted (``SwarmReceiver`` does that last).
+    """
+    check_datagram_limit(limit)
+    data = bytes(data)
+    if len(data) < MAC_LEN + 1:
+        raise SwarmDecodeError(RejectReason.TOO_SHORT, f"{len(data)} bytes")
+    if len(data) > limit:
+        raise SwarmDecodeError(RejectReason.TOO_LONG, f"{len(data)} > {limit} bytes")
+    payload, tag = data[:-MAC_LEN], data[-MAC_LEN:]
+    if not hmac.compare_digest(mac(payload, key), tag):
+        raise SwarmDecodeError(RejectReason.BAD_MAC)
+    return decode_payload(payload, swarm_id, limit=limit)
