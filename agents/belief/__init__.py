@@ -1,0 +1,64 @@
+"""Belief estimators: the pheromone grid, fusion rules, the track filter, reputation.
+
+Pure numpy/scipy maths: no sockets, no clocks, no protocol imports. Time comes
+in as ``now`` or ``dt`` (seconds); the agent converts wire messages to arrays.
+"""
+
+from agents.belief.fusion import (
+    FusionRule,
+    MatrixFusion,
+    ci_criterion_value,
+    ci_matrix,
+    ci_scalar,
+    max_confidence_scalar,
+    naive_matrix,
+    naive_scalar,
+)
+from agents.belief.grid import CellBlock, Detection, Footprint, GridPeak, PheromoneGrid
+from agents.belief.lattice import cell_centre, cell_index, global_to_local, origin_for
+from agents.belief.params import CHI2_2DOF_99, GridParams, ReputationParams, TrackParams
+from agents.belief.reputation import CheckOutcome, PositionClaim, ReputationTable, position_nis
+from agents.belief.track import (
+    PeerFusion,
+    TrackFilter,
+    UpdateReason,
+    UpdateResult,
+    cv_predict,
+    cv_process_noise,
+    cv_transition,
+)
+
+__all__ = [
+    "CHI2_2DOF_99",
+    "CellBlock",
+    "CheckOutcome",
+    "Detection",
+    "Footprint",
+    "FusionRule",
+    "GridParams",
+    "GridPeak",
+    "MatrixFusion",
+    "PeerFusion",
+    "PheromoneGrid",
+    "PositionClaim",
+    "ReputationParams",
+    "ReputationTable",
+    "TrackFilter",
+    "TrackParams",
+    "UpdateReason",
+    "UpdateResult",
+    "cell_centre",
+    "cell_index",
+    "ci_criterion_value",
+    "ci_matrix",
+    "ci_scalar",
+    "cv_predict",
+    "cv_process_noise",
+    "cv_transition",
+    "global_to_local",
+    "max_confidence_scalar",
+    "naive_matrix",
+    "naive_scalar",
+    "origin_for",
+    "position_nis",
+]

@@ -1,0 +1,175 @@
+"""Validated parameter sets for the belief estimators.
+
+Every field has a default that works for the two-robot demo (10 Hz belief
+tick, 0.1 m cells, a target moving at about 1 m/s). Construction fails with
+``ValueError`` outside the documented range, so a bad scenario file is refused
+before anything runs. Units: metres, seconds; grid ``mu`` and ``var`` are
+dimensionless (a presence level in [0, 1] and its variance).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+CHI2_2DOF_99 = 9.21
+"""99 % quantile of the chi-square distribution with 2 degrees of freedom."""
+
+INT16_MAX = 32767
+"""Largest lattice index: indices travel as int16 on the wire."""
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def _positive(name: str, value: float) -> None:
+    _require(math.isfinite(value) and value > 0.0, f"{name} must be finite and > 0, got {value}")
+
+
+def _non_negative(name: str, value: float) -> None:
+    _require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0, got {value}")
+
+
+@dataclass(frozen=True)
+class GridParams:
+    """Pheromone grid: window, per-cell Kalman noise, diffusion, decay, staleness, patches."""
+
+    cell_size: float = 0.1
+    """Lattice pitch c in metres; shared by every agent of a swarm."""
+    width: int = 64
+    """Window cells along x (W)."""
+    height: int = 64
+    """Window cells along y (H)."""
+    var_max: float = 1.0
+    """Prior (maximum) variance; entering cells start at (0, var_max)."""
+    var_min: float = 1e-6
+    """Floor on every variance, so repeated fusion can never reach 0 or underflow."""
+    process_noise: float = 0.05
+    """Q: variance added per second in PREDICT."""
+    diffusivity: float = 0.02
+    """Diffusion coefficient of mu in m²/s; the per-neighbour exchange rate is this / c²."""
+    decay: float = 0.05
+    """Evaporation rate of mu per second in DECAY (mu *= 1 - decay·dt)."""
+    decay_noise: float = 0.01
+    """Variance added per second in DECAY."""
+    r_hit: float = 0.05
+    """Measurement variance R of a positive cell (z = 1) at the detection's centre."""
+    r_miss: float = 0.2
+    """Measurement variance R of a searched-and-empty cell (z = 0)."""
+    detection_gate: float = CHI2_2DOF_99
+    """Mahalanobis gate (squared) of the cells a detection marks z = 1."""
+    q_drift: float = 0.05
+    """Staleness penalty: variance added to a peer's cell per second of age."""
+    patch_mu_threshold: float = 0.1
+    """A cell whose mu exceeds this is a candidate for every patch when it changed."""
+    patch_mu_change: float = 0.02
+    """|mu - mu_sent| above this counts as a change for a hot cell."""
+    patch_var_change: float = 0.05
+    """|var - var_sent| above this makes any cell worth sending."""
+
+    def __post_init__(self) -> None:
+        _positive("cell_size", self.cell_size)
+        for name, n in (("width", self.width), ("height", self.height)):
+            _require(isinstance(n, int) and 3 <= n <= 4096, f"{name} must be an int in 3..4096")
+        _positive("var_max", self.var_max)
+        _positive("var_min", self.var_min)
+        _require(self.var_min < self.var_max, "var_min must be < var_max")
+        _non_negative("process_noise", self.process_noise)
+        _non_negative("diffusivity", self.diffusivity)
+        _non_negative("decay", self.decay)
+        _non_negative("decay_noise", self.decay_noise)
+        _positive("r_hit", self.r_hit)
+        _positive("r_miss", self.r_miss)
+        _positive("detection_gate", self.detection_gate)
+        _non_negative("q_drift", self.q_drift)
+        _non_negative("patch_mu_threshold", self.patch_mu_threshold)
+        _non_negative("patch_mu_change", self.patch_mu_change)
+        _positive("patch_var_change", self.patch_var_change)
+
+    @property
+    def exchange_rate(self) -> float:
+        """Per-neighbour exchange rate of mu, 1/s (diffusivity / c²)."""
+        return self.diffusivity / (self.cell_size * self.cell_size)
+
+
+@dataclass(frozen=True)
+class TrackParams:
+    """Constant-velocity track filter."""
+
+    accel_psd: float = 0.5
+    """q: spectral density of the white acceleration noise per axis, m²/s³."""
+    init_velocity_var: float = 4.0
+    """Velocity variance (m/s)² per axis on (re-)initialisation."""
+    gate: float = CHI2_2DOF_99
+    """Chi-square gate on the normalised innovation squared (2 dof)."""
+    max_consecutive_gated: int = 5
+    """After this many gated detections in a row, re-initialise on the newest one."""
+    max_measurement_lag: float = 1.0
+    """A measurement older than the state by more than this (s) is refused as stale."""
+    peak_min_mu: float = 0.5
+    """A grid peak is used as a pseudo-measurement only if its mu is at least this."""
+    peak_max_var: float = 0.1
+    """... and its var is at most this."""
+    peak_var_to_m2: float = 0.25
+    """Position variance (m²) per unit of the peak cell's var, added to c²/12."""
+    peak_holdoff: float = 0.5
+    """No grid-peak update within this many seconds of an accepted detection."""
+    ci_criterion: str = "trace"
+    """What peer fusion's ω minimises: "trace" or "det"."""
+
+    def __post_init__(self) -> None:
+        _positive("accel_psd", self.accel_psd)
+        _positive("init_velocity_var", self.init_velocity_var)
+        _positive("gate", self.gate)
+        _require(
+            isinstance(self.max_consecutive_gated, int) and self.max_consecutive_gated >= 1,
+            "max_consecutive_gated must be an int >= 1",
+        )
+        _non_negative("max_measurement_lag", self.max_measurement_lag)
+        _non_negative("peak_min_mu", self.peak_min_mu)
+        _positive("peak_max_var", self.peak_max_var)
+        _positive("peak_var_to_m2", self.peak_var_to_m2)
+        _non_negative("peak_holdoff", self.peak_holdoff)
+        _require(self.ci_criterion in ("trace", "det"), "ci_criterion must be 'trace' or 'det'")
+
+
+@dataclass(frozen=True)
+class ReputationParams:
+    """Beta reputation with forgetting."""
+
+    forgetting: float = 0.9
+    """λ: weight of the past counts on every check (0 < λ < 1)."""
+    prior_alpha: float = 4.0
+    """Pseudo-count of passes added to every score (never forgotten)."""
+    prior_beta: float = 1.0
+    """Pseudo-count of failures added to every score (never forgotten)."""
+    threshold: float = 0.5
+    """A peer whose score is below this is not fused."""
+    gate: float = CHI2_2DOF_99
+    """Chi-square gate of the position consistency test (2 dof)."""
+    confident_trace: float = 0.1
+    """A track is a reference only if the trace of its position covariance (m²) is at most this."""
+
+    def __post_init__(self) -> None:
+        _require(
+            math.isfinite(self.forgetting) and 0.0 < self.forgetting < 1.0,
+            "forgetting must be in (0, 1)",
+        )
+        _positive("prior_alpha", self.prior_alpha)
+        _positive("prior_beta", self.prior_beta)
+        _require(0.0 < self.threshold < 1.0, "threshold must be in (0, 1)")
+        _require(
+            self.prior_alpha / (self.prior_alpha + self.prior_beta) >= self.threshold,
+            "the prior score must be fusable "
+            "(prior_alpha / (prior_alpha + prior_beta) >= threshold)",
+        )
+        _require(
+            self.prior_alpha / (self.prior_alpha + self.prior_beta + 1.0 / (1.0 - self.forgetting))
+            < self.threshold,
+            "a peer that fails every check must end below threshold "
+            "(prior_alpha / (prior_alpha + prior_beta + 1/(1-forgetting)) < threshold)",
+        )
+        _positive("gate", self.gate)
+        _positive("confident_trace", self.confident_trace)

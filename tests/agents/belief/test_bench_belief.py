@@ -1,0 +1,29 @@
+"""Smoke test of the belief benchmark (tools/bench_belief.py): shape of the results only."""
+
+from __future__ import annotations
+
+import math
+
+from tools.bench_belief import run
+
+CASES = {
+    "grid_tick_64",
+    "grid_tick_256",
+    "grid_tick_64_sliding",
+    "grid_fuse_patch_500",
+    "track_predict_update",
+    "ci_matrix_4x4",
+}
+
+
+def test_quick_run_reports_every_case_with_a_floor_and_a_ratio() -> None:
+    results = run(quick=True)
+    assert {r["case"] for r in results} == CASES
+    for r in results:
+        assert r["median_s"] > 0 and r["floor_s"] > 0 and r["min_s"] <= r["median_s"]
+        assert math.isclose(r["ratio"], r["median_s"] / r["floor_s"])
+        assert r["reps"] >= 1 and r["inner"] >= 1
+        if r["target_s"] is None:
+            assert r["meets_target"] is None
+        else:
+            assert r["meets_target"] == (r["median_s"] <= r["target_s"])

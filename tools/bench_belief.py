@@ -1,0 +1,211 @@
+"""Benchmark of the belief estimators.
+
+:func:`run` returns one dict per case::
+
+    case        name of the case
+    median_s    median time of one operation, seconds
+    min_s       the fastest batch's time of one operation (less sensitive to other load)
+    reps        number of timed batches (the median is over these)
+    inner       operations per batch
+    floor_s     median time of the floor: a numpy copy of the same arrays, same run
+    ratio       median_s / floor_s (robust against a shared, noisy machine)
+    target_s    the time budget of the case, or None
+    meets_target  median_s <= target_s, or None without a target
+    note        what one operation is
+
+Run ``python -m tools.bench_belief [--quick]`` for one JSON object per line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from agents.belief.fusion import FusionRule, ci_matrix
+from agents.belief.grid import Detection, Footprint, PheromoneGrid
+from agents.belief.params import GridParams
+from agents.belief.track import TrackFilter
+
+TARGET_TICK_64_S = 80e-6
+TARGET_TICK_256_S = 1.5e-3
+
+
+def _batch_times(op: Callable[[], object], reps: int, inner: int) -> list[float]:
+    """Mean time of one call in each of ``reps`` batches of ``inner`` calls (after a warm-up)."""
+    for _ in range(max(1, inner // 4)):
+        op()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            op()
+        times.append((time.perf_counter() - t0) / inner)
+    return times
+
+
+def _case(
+    name: str,
+    op: Callable[[], object],
+    floor: Callable[[], object],
+    *,
+    reps: int,
+    inner: int,
+    note: str,
+    target_s: float | None = None,
+) -> dict[str, Any]:
+    times = _batch_times(op, reps, inner)
+    median = statistics.median(times)
+    floor_s = statistics.median(_batch_times(floor, reps, inner))
+    return {
+        "case": name,
+        "median_s": median,
+        "min_s": min(times),
+        "reps": reps,
+        "inner": inner,
+        "floor_s": floor_s,
+        "ratio": median / floor_s if floor_s > 0 else math.inf,
+        "target_s": target_s,
+        "meets_target": None if target_s is None else median <= target_s,
+        "note": note,
+    }
+
+
+def _grid_tick_case(size: int, reps: int, inner: int, target_s: float) -> dict[str, Any]:
+    grid = PheromoneGrid(GridParams(width=size, height=size), 1.0, 1.0)
+    footprint = Footprint(1.0, 1.0, 0.3, 2.0, math.radians(62))
+    detection = Detection(2.0, 1.5, np.array([[0.01, 0.003], [0.003, 0.02]]))
+    dt = 0.1
+
+    def tick() -> None:
+        grid.predict(dt)
+        grid.deposit(footprint, [detection])
+        grid.decay(dt)
+
+    mu, var = grid.mu, grid.var
+    return _case(
+        f"grid_tick_{size}",
+        tick,
+        lambda: (mu.copy(), var.copy()),
+        reps=reps,
+        inner=inner,
+        note=f"{size}x{size} predict + deposit (2 m, 62° footprint, one detection) + decay",
+        target_s=target_s,
+    )
+
+
+def _grid_tick_sliding_case(reps: int, inner: int) -> dict[str, Any]:
+    grid = PheromoneGrid(GridParams(), 0.0, 0.0)
+    detection_cov = np.eye(2) * 0.01
+    state = {"t": 0.0}
+
+    def tick() -> None:
+        t = state["t"] = state["t"] + 0.1
+        x = 0.5 * t  # 0.5 m/s: a slide every other tick
+        footprint = Footprint(x, 0.0, 0.0, 2.0, math.radians(62))
+        grid.tick(t, (x, 0.0), footprint, [Detection(x + 1.0, 0.2, detection_cov)])
+
+    mu, var = grid.mu, grid.var
+    return _case(
+        "grid_tick_64_sliding",
+        tick,
+        lambda: (mu.copy(), var.copy()),
+        reps=reps,
+        inner=inner,
+        note="64x64 tick() with the robot at 0.5 m/s (slides every other tick), new footprint "
+        "and detection objects each tick",
+    )
+
+
+def _fuse_patch_case(reps: int, inner: int) -> dict[str, Any]:
+    grid = PheromoneGrid(GridParams(), 0.0, 0.0)
+    rng = np.random.default_rng(0)
+    ox, oy = grid.origin
+    n = 500
+    ix = rng.integers(ox, ox + 64, n).astype(np.int16)
+    iy = rng.integers(oy, oy + 64, n).astype(np.int16)
+    mu = rng.uniform(0.0, 1.0, n)
+    var = rng.uniform(0.05, 1.0, n)
+
+    def fuse() -> None:
+        grid.fuse(ix, iy, mu, var, age=0.3, age_uncertainty=0.01, rule=FusionRule.CI)
+
+    return _case(
+        "grid_fuse_patch_500",
+        fuse,
+        lambda: (ix.copy(), iy.copy(), mu.copy(), var.copy()),
+        reps=reps,
+        inner=inner,
+        note="fuse a 500-cell patch (staleness + fast CI) into a 64x64 window",
+    )
+
+
+def _track_case(reps: int, inner: int) -> dict[str, Any]:
+    track = TrackFilter()
+    R = np.eye(2) * 0.01
+    state = {"t": 0.0}
+    track.update_position([0.0, 0.0], R, 0.0)
+
+    def step() -> None:
+        t = state["t"] = state["t"] + 0.1
+        track.predict_to(t)
+        track.update_position([t, 0.0], R, t)
+
+    x, P = track.state, track.covariance
+    return _case(
+        "track_predict_update",
+        step,
+        lambda: (x.copy(), P.copy()),
+        reps=reps,
+        inner=inner,
+        note="CV track: predict_to + gated position update",
+    )
+
+
+def _ci_case(reps: int, inner: int) -> dict[str, Any]:
+    rng = np.random.default_rng(1)
+    A, B = rng.normal(size=(4, 4)), rng.normal(size=(4, 4))
+    Pa, Pb = A @ A.T + 0.01 * np.eye(4), B @ B.T + 0.01 * np.eye(4)
+    xa, xb = rng.normal(size=4), rng.normal(size=4)
+    return _case(
+        "ci_matrix_4x4",
+        lambda: ci_matrix(xa, Pa, xb, Pb, "trace"),
+        lambda: (xa.copy(), Pa.copy(), xb.copy(), Pb.copy()),
+        reps=reps,
+        inner=inner,
+        note="4x4 covariance intersection with the trace-minimising ω search",
+    )
+
+
+def run(quick: bool) -> list[dict[str, Any]]:
+    """Run every case; ``quick`` uses few repetitions (a smoke test, not a measurement)."""
+    reps = 3 if quick else 15
+    small = 20 if quick else 400
+    large = 3 if quick else 40
+    return [
+        _grid_tick_case(64, reps, small, TARGET_TICK_64_S),
+        _grid_tick_case(256, reps, large, TARGET_TICK_256_S),
+        _grid_tick_sliding_case(reps, small),
+        _fuse_patch_case(reps, small),
+        _track_case(reps, small),
+        _ci_case(reps, small),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="few repetitions (smoke test)")
+    args = parser.parse_args()
+    for result in run(quick=args.quick):
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
