@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck pytest bench demo clean
+.PHONY: venv test lint typecheck pytest firmware-test firmware-cross bench demo clean
 
 venv: $(STAMP)
 
@@ -24,7 +24,15 @@ typecheck: venv
 pytest: venv
 	$(BIN)/pytest
 
-test: lint typecheck pytest
+firmware-test:
+	$(MAKE) -C firmware test
+
+# Cross-compiles the firmware core for an Xtensa MCU (installs the Debian
+# cross-compiler when it can); prints a reason and succeeds where it cannot.
+firmware-cross:
+	$(MAKE) -C firmware cross
+
+test: lint typecheck pytest firmware-test firmware-cross
 
 bench: venv
 	$(BIN)/stigmesh bench all --json

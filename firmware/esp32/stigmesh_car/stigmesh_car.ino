@@ -1,0 +1,140 @@
+// stigmesh_car.ino - the stigmesh car firmware for the Freenove 4WD Car Kit
+// for ESP32 (FNK0053: ESP32-WROVER with PSRAM, OV2640, PCA9685).
+//
+// The safety rules live in the portable core (firmware/core/mz01_core.c,
+// protocol/MZ01.md); this sketch only wires it to the hardware:
+//   core 1: the safety task, every 5 ms (vTaskDelayUntil), highest priority:
+//           core tick (watchdog, telemetry schedule) -> PCA9685 wheels.
+//           It waits on nothing else: not Wi-Fi, not the camera.
+//   core 0: UDP 4210 commands + telemetry, UDP 4211 clock probe, MJPEG on
+//           TCP 8080, camera health, mDNS, Wi-Fi: all best-effort.
+//
+// Build: see firmware/README.md (arduino-cli with --library ../../core, or
+// PlatformIO). Not compiled on the machine this was written on.
+#include <Arduino.h>
+#include <ESPmDNS.h>
+#include <WiFi.h>
+#include <esp_system.h>
+#if __has_include(<esp_random.h>)
+#include <esp_random.h>  // ESP-IDF 5 (Arduino-ESP32 3.x)
+#endif
+#include <freertos/FreeRTOS.h>
+#include <freertos/task.h>
+
+#if __has_include("secrets.h")
+#include "secrets.h"
+#else
+#error "Copy secrets.example.h to secrets.h and put your Wi-Fi credentials in it."
+#endif
+
+#include "camera_stream.h"
+#include "car_config.h"
+#include "car_link.h"
+#include "mz01_core.h"
+#include "pca9685_motors.h"
+
+static_assert(STIGMESH_ROBOT_ID >= 1 && STIGMESH_ROBOT_ID <= 255, "robot id is 1..255");
+static_assert(configTICK_RATE_HZ % (1000 / SAFETY_TICK_MS) == 0,
+              "the FreeRTOS tick must divide the 5 ms safety period exactly");
+static_assert(SAFETY_TICK_MS * 1000 == MZ01_TICK_US, "MZ01 ticks every 5 ms");
+
+namespace {
+
+bool s_motor_ok_at_boot = false;
+
+// The only task on core 1. Every 5 ms: health in, core tick, wheels out.
+// The motor registers are written at once when the duties change (a STOP or
+// the watchdog zeroes the wheels within one tick) and refreshed at 50 Hz.
+void safety_task(void *)
+{
+    bool motor_ok = s_motor_ok_at_boot;
+    bool have_applied = false;
+    float applied_left = 0.0f;
+    float applied_right = 0.0f;
+    uint32_t ticks = 0;
+    TickType_t wake = xTaskGetTickCount();
+    for (;;) {
+        vTaskDelayUntil(&wake, pdMS_TO_TICKS(SAFETY_TICK_MS));
+        const bool camera_ok = camera_healthy(car_uptime_us());
+        float left = 0.0f;
+        float right = 0.0f;
+        car_link_tick(motor_ok, camera_ok, &left, &right);
+        ticks++;
+        const bool changed = !have_applied || left != applied_left || right != applied_right;
+        if (changed || ticks % MOTOR_REFRESH_TICKS == 0) {
+            motor_ok = motors_apply(left, right);
+            if (motor_ok) {  // on an I2C error, retry on the next tick
+                have_applied = true;
+                applied_left = left;
+                applied_right = right;
+            }
+        }
+    }
+}
+
+void advertise(uint32_t boot_nonce)
+{
+    char host[32];
+    char id_txt[8];
+    char boot_txt[12];
+    snprintf(host, sizeof host, STIGMESH_HOSTNAME_PREFIX "%u", (unsigned)STIGMESH_ROBOT_ID);
+    snprintf(id_txt, sizeof id_txt, "%u", (unsigned)STIGMESH_ROBOT_ID);
+    snprintf(boot_txt, sizeof boot_txt, "%lu", (unsigned long)boot_nonce);  // decimal, as telemetry "boot"
+    if (!MDNS.begin(host)) {
+        Serial.println("mdns: start failed");
+        return;
+    }
+    MDNS.addService("_mz01", "_udp", CAR_PORT_COMMAND);
+    MDNS.addServiceTxt("_mz01", "_udp", "id", id_txt);
+    MDNS.addServiceTxt("_mz01", "_udp", "boot", boot_txt);
+}
+
+}  // namespace
+
+void setup()
+{
+    Serial.begin(115200);
+
+    // Wheels off before anything else can happen.
+    s_motor_ok_at_boot = motors_begin();
+    const bool camera_ok = camera_begin();
+
+    WiFi.mode(WIFI_STA);
+    WiFi.setSleep(false);  // modem sleep adds tens of ms of command latency
+    WiFi.setAutoReconnect(true);
+    WiFi.begin(WIFI_SSID, WIFI_PASSWORD);
+
+    // esp_random() is a true RNG only while the radio is on: draw after WiFi.begin().
+    const uint32_t boot_nonce = esp_random();
+    const uint32_t token = esp_random();
+    if (!car_link_init(STIGMESH_ROBOT_ID, boot_nonce, token, s_motor_ok_at_boot, camera_ok)) {
+        Serial.println("fatal: car state init failed");
+        for (;;) {
+            delay(1000);
+        }
+    }
+    // The safety task runs from here on, Wi-Fi or not.
+    xTaskCreatePinnedToCore(safety_task, "safety", SAFETY_TASK_STACK, nullptr, SAFETY_TASK_PRIO,
+                            nullptr, SAFETY_TASK_CORE);
+
+    Serial.printf("stigmesh car id %u boot %08lx motor_ok %d camera_ok %d\n",
+                  (unsigned)STIGMESH_ROBOT_ID, (unsigned long)boot_nonce, s_motor_ok_at_boot,
+                  camera_ok);
+    while (WiFi.status() != WL_CONNECTED) {
+        delay(250);
+    }
+    Serial.printf("wifi: %s rssi %d dBm\n", WiFi.localIP().toString().c_str(), WiFi.RSSI());
+
+    if (!car_link_start()) {
+        Serial.println("link: cannot open UDP 4210/4211");
+    }
+    if (!camera_ok || !camera_server_start(boot_nonce)) {
+        Serial.println("camera: not streaming (camera_ok stays false, ARM is refused)");
+    }
+    advertise(boot_nonce);
+}
+
+void loop()
+{
+    vTaskDelete(nullptr);  // core 1 belongs to the safety task
+}
