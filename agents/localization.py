@@ -1,0 +1,778 @@
+"""Planar pose EKF on (x, y, theta): duty model + gyro predict, tag and pose-fix updates.
+
+State: world position (m) and heading (rad, wrapped to (-pi, pi]); heading 0
+faces +x, counter-clockwise positive.
+
+**Predict** (:meth:`PoseEKF.predict`, :meth:`PoseEKF.predict_to`): the wheel
+duties give (v, omega) through the :class:`~agents.drive_model.DriveModel`;
+when a gyro yaw rate is given it replaces the wheels' differential. Motion
+uses the midpoint heading. The rate errors (duty-to-speed calibration, skid
+slip, gyro bias and noise) are correlated over ``error_correlation_time`` τ;
+they are modelled as white noise with the low-frequency spectral density of
+a first-order Gauss-Markov process, ``2·σ²·τ``, which bounds the error of a
+bias over horizons longer than τ and over-covers shorter ones.
+
+**Updates**: a tag is a range-bearing landmark, gated at χ²(2) = 9.21 on the
+normalised innovation squared (NIS); a pose fix is gated at χ²(3) = 11.34.
+
+**Refusing rather than guessing.** There is no pose until a pose fix arrives
+or one batch holds at least two sightings of mapped tags whose least-squares
+solution passes its residual gate and is unique (:func:`solve_pose_from_tags`).
+The pose is *lost* again (``has_pose`` false, ``lost_reason`` set, counted in
+``counters``) when:
+
+- ``covariance_exceeded``: the position covariance trace exceeds
+  ``max_position_trace`` or the heading variance exceeds ``max_heading_var``
+  (no tag seen for a long time);
+- ``inconsistent_tags``: ``max_consecutive_rejections`` tag sightings in a
+  row failed the gate (the pose is probably wrong, and a wrong pose is worse
+  than none).
+
+**Time.** The filter keeps its own time ``t``. ``predict_to(now, ...)``
+records the inputs of each interval (zero-order hold) for the last
+``max_lag`` seconds, with the state at each interval start. An observation
+batch stamped with a capture time older than ``t`` is applied *at its capture
+time*: the filter rewinds to that time, applies the update and replays the
+recorded inputs up to ``t``. Observations must still arrive in capture order:
+a batch older than the newest applied one by more than ``order_tolerance`` is
+refused as ``out_of_order``; one older than ``t - max_lag`` as ``too_old``;
+one newer than ``t + order_tolerance`` as ``from_future``. All are counted.
+
+The low-level :meth:`PoseEKF.update_tag` and :meth:`PoseEKF.update_pose_fix`
+apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
+time-aware entry point.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from scipy.special import chdtri
+
+from agents.drive_model import DriveModel
+from agents.observations import Detection, ObservationBatch, PoseFix, TagSighting
+from protocol.errors import RejectCounters
+
+FloatArray = npt.NDArray[np.float64]
+
+CHI2_2DOF_99 = 9.21
+"""99 % quantile of χ² with 2 degrees of freedom (range-bearing gate)."""
+CHI2_3DOF_99 = 11.34
+"""99 % quantile of χ² with 3 degrees of freedom (pose-fix gate)."""
+
+# Reasons (update results, counters, lost_reason).
+OK = ""
+NO_POSE = "no_pose"
+GATED = "gated"
+DEGENERATE = "degenerate"
+UNKNOWN_TAG = "unknown_tag"
+UNSYNCHRONIZED = "unsynchronized"
+OUT_OF_ORDER = "out_of_order"
+TOO_OLD = "too_old"
+FROM_FUTURE = "from_future"
+TOO_FEW_TAGS = "too_few_tags"
+RESIDUAL_GATE = "residual_gate"
+AMBIGUOUS = "ambiguous"
+TOO_UNCERTAIN = "too_uncertain"
+COVARIANCE_EXCEEDED = "covariance_exceeded"
+INCONSISTENT_TAGS = "inconsistent_tags"
+TAGS_IN_FIX = "tags_in_fix"
+EMPTY = "empty"
+
+
+def wrap_angle(a: float) -> float:
+    """``a`` wrapped to (-pi, pi]."""
+    w = math.remainder(a, math.tau)
+    return math.pi if w == -math.pi else w
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+@dataclass(frozen=True)
+class LocalizerParams:
+    """Noise model, gates and limits of :class:`PoseEKF` (metres, radians, seconds)."""
+
+    speed_error_frac: float = 0.15
+    """Duty-to-speed calibration error, as a fraction of the modelled speed (1 sigma)."""
+    speed_error_floor: float = 0.01
+    """Speed error (m/s) even at rest or near the deadband edge."""
+    yaw_error_frac: float = 0.3
+    """Error of the wheel-differential yaw rate (skid slip), fraction of it, no gyro."""
+    yaw_error_floor: float = 0.05
+    """Yaw-rate error floor (rad/s) from the wheels, no gyro."""
+    gyro_error: float = 0.02
+    """Gyro yaw-rate error (bias plus noise), rad/s."""
+    error_correlation_time: float = 0.5
+    """τ of the rate errors, seconds."""
+    position_noise_density: float = 1e-4
+    """Isotropic position diffusion, m²/s (bumps, lateral slip)."""
+    camera_forward: float = 0.05
+    """Camera optical centre ahead of the rotation centre along the car's axis, m."""
+    tag_gate: float = CHI2_2DOF_99
+    pose_fix_gate: float = CHI2_3DOF_99
+    init_quantile: float = 0.99
+    """Residual gate of the initial solve: this quantile of χ²(2n - 3)."""
+    init_max_position_trace: float = 0.02
+    """An initial solution less certain than this (m², trace of the position block) is refused."""
+    max_position_trace: float = 0.1
+    """The pose is lost when the position covariance trace exceeds this, m²."""
+    max_heading_var: float = math.radians(20.0) ** 2
+    """... or when the heading variance exceeds this, rad²."""
+    max_consecutive_rejections: int = 10
+    """The pose is lost after this many gated tag sightings in a row."""
+    max_lag: float = 0.5
+    """How far back (s) observations can be applied by rewinding; inputs are kept this long."""
+    order_tolerance: float = 0.02
+    """Slack (s) on capture order and on capture times slightly ahead of the filter."""
+    max_step: float = 0.05
+    """Longest integration substep, s."""
+    use_unsynchronized: bool = False
+    """Apply batches whose capture time is only a receipt time (clock not synchronised)."""
+
+    def __post_init__(self) -> None:
+        for name in (
+            "speed_error_frac",
+            "speed_error_floor",
+            "yaw_error_frac",
+            "yaw_error_floor",
+            "gyro_error",
+            "position_noise_density",
+            "order_tolerance",
+            "max_lag",
+        ):
+            value = getattr(self, name)
+            _require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0")
+        for name in (
+            "error_correlation_time",
+            "tag_gate",
+            "pose_fix_gate",
+            "init_max_position_trace",
+            "max_position_trace",
+            "max_heading_var",
+            "max_step",
+        ):
+            value = getattr(self, name)
+            _require(math.isfinite(value) and value > 0.0, f"{name} must be finite and > 0")
+        _require(math.isfinite(self.camera_forward), "camera_forward must be finite")
+        _require(0.5 < self.init_quantile < 1.0, "init_quantile must be in (0.5, 1)")
+        _require(
+            isinstance(self.max_consecutive_rejections, int)
+            and self.max_consecutive_rejections >= 1,
+            "max_consecutive_rejections must be an int >= 1",
+        )
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    """Outcome of one measurement update; ``reason`` is "" when accepted."""
+
+    accepted: bool
+    reason: str = OK
+    nis: float | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class PoseSolution:
+    """Outcome of solving a pose from tag sightings alone; ``reason`` is "" on success."""
+
+    ok: bool
+    reason: str
+    pose: FloatArray | None = None
+    cov: FloatArray | None = None
+    chi2: float | None = None
+    dof: int = 0
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What :meth:`PoseEKF.update_batch` did with one batch.
+
+    ``applied`` means the batch passed the time checks (``reason`` names the one
+    it failed otherwise); what each sighting did is in ``tag_results``.
+    """
+
+    applied: bool
+    reason: str = OK
+    initialized: bool = False
+    tag_results: tuple[tuple[int, UpdateResult], ...] = ()
+    pose_fix_result: UpdateResult | None = None
+    detection: Detection | None = field(default=None, compare=False)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def motion_step(
+    state: FloatArray, v: float, omega: float, dt: float
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """One midpoint step: (new state, F = ∂f/∂state, G = ∂f/∂(v, omega))."""
+    th = float(state[2])
+    thm = th + 0.5 * omega * dt
+    c, s = math.cos(thm), math.sin(thm)
+    new = np.array(
+        [state[0] + v * dt * c, state[1] + v * dt * s, wrap_angle(th + omega * dt)]
+    )
+    F = np.array([[1.0, 0.0, -v * dt * s], [0.0, 1.0, v * dt * c], [0.0, 0.0, 1.0]])
+    G = np.array(
+        [
+            [dt * c, -0.5 * v * dt * dt * s],
+            [dt * s, 0.5 * v * dt * dt * c],
+            [0.0, dt],
+        ]
+    )
+    return new, F, G
+
+
+def range_bearing(
+    state: FloatArray, landmark: tuple[float, float], camera_forward: float = 0.0
+) -> tuple[FloatArray, FloatArray]:
+    """Predicted (range, bearing) of ``landmark`` from ``state`` and its 2x3 Jacobian.
+
+    Raises ``ValueError`` when the landmark sits on the camera (range ≈ 0).
+    """
+    th = float(state[2])
+    ct, st = math.cos(th), math.sin(th)
+    a = camera_forward
+    dx = landmark[0] - (state[0] + a * ct)
+    dy = landmark[1] - (state[1] + a * st)
+    q = dx * dx + dy * dy
+    _require(q > 1e-12, "landmark coincides with the camera")
+    r = math.sqrt(q)
+    z = np.array([r, wrap_angle(math.atan2(dy, dx) - th)])
+    H = np.array(
+        [
+            [-dx / r, -dy / r, a * (dx * st - dy * ct) / r],
+            [dy / q, -dx / q, -a * (dx * ct + dy * st) / q - 1.0],
+        ]
+    )
+    return z, H
+
+
+def target_position(
+    state: FloatArray, sighting: TagSighting, camera_forward: float = 0.0
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """World position of a sighted point, J = ∂p/∂state (2x3) and G = ∂p/∂(range, bearing)."""
+    th = float(state[2])
+    ct, st = math.cos(th), math.sin(th)
+    phi = th + sighting.bearing
+    cp, sp = math.cos(phi), math.sin(phi)
+    r, a = sighting.range, camera_forward
+    p = np.array([state[0] + a * ct + r * cp, state[1] + a * st + r * sp])
+    J = np.array([[1.0, 0.0, -a * st - r * sp], [0.0, 1.0, a * ct + r * cp]])
+    G = np.array([[cp, -r * sp], [sp, r * cp]])
+    return p, J, G
+
+
+def _circle_candidates(
+    la: tuple[float, float], ra: float, lb: tuple[float, float], rb: float
+) -> list[tuple[float, float]]:
+    """Intersections of two circles; the closest point when they do not meet."""
+    ex, ey = lb[0] - la[0], lb[1] - la[1]
+    d = math.hypot(ex, ey)
+    if d < 1e-9:
+        return []
+    ex, ey = ex / d, ey / d
+    along = (ra * ra - rb * rb + d * d) / (2.0 * d)
+    h2 = ra * ra - along * along
+    bx, by = la[0] + along * ex, la[1] + along * ey
+    if h2 <= 0.0:
+        return [(bx, by)]
+    h = math.sqrt(h2)
+    return [(bx - h * ey, by + h * ex), (bx + h * ey, by - h * ex)]
+
+
+def _residuals(
+    state: FloatArray,
+    observations: Sequence[tuple[tuple[float, float], TagSighting]],
+    camera_forward: float,
+) -> tuple[FloatArray, FloatArray]:
+    """Whitened residuals (measured - predicted) and whitened Jacobian of the predictions."""
+    res = np.empty(2 * len(observations))
+    jac = np.empty((2 * len(observations), 3))
+    for k, (lm, s) in enumerate(observations):
+        z, H = range_bearing(state, lm, camera_forward)
+        res[2 * k] = (s.range - z[0]) / s.sigma_range
+        res[2 * k + 1] = wrap_angle(s.bearing - z[1]) / s.sigma_bearing
+        jac[2 * k] = H[0] / s.sigma_range
+        jac[2 * k + 1] = H[1] / s.sigma_bearing
+    return res, jac
+
+
+def solve_pose_from_tags(
+    observations: Sequence[tuple[tuple[float, float], TagSighting]],
+    camera_forward: float = 0.0,
+    quantile: float = 0.99,
+    max_position_trace: float = 0.02,
+    max_iterations: int = 20,
+) -> PoseSolution:
+    """The pose that explains simultaneous sightings of mapped tags, or a refusal.
+
+    Every pair of sightings gives candidate camera positions (circle
+    intersections; the mirror solution is kept as a candidate), each with the
+    heading its bearings imply. Every candidate is refined by Gauss-Newton on
+    all sightings. Solutions whose whitened residual sum passes the
+    ``quantile`` of χ²(2n - 3) are kept; the answer is refused when none pass
+    (``residual_gate``), when two distinct ones pass (``ambiguous``), when the
+    geometry does not determine the pose (``degenerate``) or when the
+    covariance ``(Jᵀ R⁻¹ J)⁻¹`` is too wide (``too_uncertain``).
+    """
+    n = len(observations)
+    if n < 2:
+        return PoseSolution(False, TOO_FEW_TAGS)
+    dof = 2 * n - 3
+    gate = float(chdtri(dof, 1.0 - quantile))
+    a = camera_forward
+
+    starts: list[FloatArray] = []
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)][:10]
+    for i, j in pairs:
+        (li, si), (lj, sj) = observations[i], observations[j]
+        for cx, cy in _circle_candidates(li, si.range, lj, sj.range):
+            hs = [math.atan2(lm[1] - cy, lm[0] - cx) - s.bearing for lm, s in ((li, si), (lj, sj))]
+            th = math.atan2(sum(math.sin(h) for h in hs), sum(math.cos(h) for h in hs))
+            starts.append(np.array([cx - a * math.cos(th), cy - a * math.sin(th), th]))
+
+    solutions: list[tuple[float, FloatArray, FloatArray]] = []
+    for start in starts:
+        x = start
+        try:
+            for _ in range(max_iterations):
+                res, jac = _residuals(x, observations, a)
+                step = np.linalg.lstsq(jac, res, rcond=None)[0]
+                x = x + step
+                x[2] = wrap_angle(float(x[2]))
+                if float(np.max(np.abs(step))) < 1e-9:
+                    break
+            res, jac = _residuals(x, observations, a)
+        except ValueError:
+            continue
+        chi2 = float(res @ res)
+        if math.isfinite(chi2) and chi2 <= gate:
+            solutions.append((chi2, x, jac))
+    if not solutions:
+        return PoseSolution(False, RESIDUAL_GATE, dof=dof)
+    solutions.sort(key=lambda item: item[0])
+    chi2, best, jac = solutions[0]
+    for _, other, _ in solutions[1:]:
+        if (
+            math.hypot(other[0] - best[0], other[1] - best[1]) > 0.05
+            or abs(wrap_angle(float(other[2] - best[2]))) > 0.05
+        ):
+            return PoseSolution(False, AMBIGUOUS, chi2=chi2, dof=dof)
+    info = jac.T @ jac
+    if np.linalg.cond(info) > 1e12:
+        return PoseSolution(False, DEGENERATE, chi2=chi2, dof=dof)
+    cov = np.linalg.inv(info)
+    cov = 0.5 * (cov + cov.T)
+    if float(cov[0, 0] + cov[1, 1]) > max_position_trace:
+        return PoseSolution(False, TOO_UNCERTAIN, chi2=chi2, dof=dof)
+    return PoseSolution(True, OK, pose=best, cov=cov, chi2=chi2, dof=dof)
+
+
+# --------------------------------------------------------------------------- filter
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """Wheel duties and gyro rate, held over an interval."""
+
+    duty_left: float
+    duty_right: float
+    gyro_z: float | None
+
+
+@dataclass
+class _Segment:
+    """One interval of held inputs and the state at its start (None: no pose then)."""
+
+    t0: float
+    t1: float
+    inputs: _Inputs
+    x0: FloatArray | None
+    P0: FloatArray | None
+
+
+class PoseEKF:
+    """EKF on (x, y, theta) against mapped tags; see the module docstring for the rules.
+
+    ``landmarks`` maps tag id -> world (x, y) of the tag's centre. ``t0`` is the
+    agent-clock time the filter starts at. Counters of every refusal are in
+    ``counters`` (a :class:`~protocol.errors.RejectCounters`).
+    """
+
+    def __init__(
+        self,
+        landmarks: Mapping[int, tuple[float, float]],
+        drive: DriveModel | None = None,
+        params: LocalizerParams | None = None,
+        t0: float = 0.0,
+    ) -> None:
+        _require(math.isfinite(t0), "t0 must be finite")
+        self.landmarks: dict[int, tuple[float, float]] = {}
+        for tag_id, (lx, ly) in landmarks.items():
+            _require(math.isfinite(lx) and math.isfinite(ly), f"landmark {tag_id} not finite")
+            self.landmarks[int(tag_id)] = (float(lx), float(ly))
+        self.drive = drive if drive is not None else DriveModel()
+        self.params = params if params is not None else LocalizerParams()
+        self.counters = RejectCounters()
+        self.lost_reason: str = NO_POSE
+        self._t = float(t0)
+        self._x: FloatArray | None = None
+        self._P: FloatArray | None = None
+        self._t_last_update = -math.inf
+        self._consecutive_rejections = 0
+        self._history: list[_Segment] = []
+
+    # ---------------------------------------------------------------- state
+
+    @property
+    def t(self) -> float:
+        """The time the state refers to, on the agent's clock."""
+        return self._t
+
+    @property
+    def has_pose(self) -> bool:
+        return self._x is not None
+
+    @property
+    def pose(self) -> tuple[float, float, float] | None:
+        """(x, y, theta), or None while there is no pose."""
+        if self._x is None:
+            return None
+        return float(self._x[0]), float(self._x[1]), float(self._x[2])
+
+    @property
+    def cov(self) -> FloatArray | None:
+        """A copy of the 3x3 covariance, or None while there is no pose."""
+        return None if self._P is None else self._P.copy()
+
+    def set_pose(self, x: float, y: float, theta: float, cov: npt.ArrayLike) -> None:
+        """Impose a known pose at the filter's time (tests, a surveyed start)."""
+        fix = PoseFix(x, y, theta, np.asarray(cov, dtype=np.float64))
+        self._set(np.array([fix.x, fix.y, wrap_angle(fix.theta)]), np.array(fix.cov))
+
+    def _set(self, x: FloatArray, P: FloatArray) -> None:
+        self._x, self._P = x, P
+        self.lost_reason = OK
+        self._consecutive_rejections = 0
+        self._t_last_update = self._t
+
+    def lose_pose(self, reason: str) -> None:
+        """Forget the pose (``has_pose`` false) with a named, counted reason."""
+        if self._x is None:
+            return
+        self._x, self._P = None, None
+        self.lost_reason = reason
+        self.counters.count(f"pose_lost_{reason}")
+        for seg in self._history:
+            seg.x0, seg.P0 = None, None
+
+    def _check_loss(self) -> None:
+        if self._P is None:
+            return
+        p = self.params
+        if (
+            float(self._P[0, 0] + self._P[1, 1]) > p.max_position_trace
+            or float(self._P[2, 2]) > p.max_heading_var
+        ):
+            self.lose_pose(COVARIANCE_EXCEEDED)
+
+    # ---------------------------------------------------------------- predict
+
+    def _rates(self, u: _Inputs) -> tuple[float, float, float, float]:
+        """(v, omega, sigma_v, sigma_omega) for the given inputs."""
+        p = self.params
+        v, omega_wheels = self.drive.body_velocity(u.duty_left, u.duty_right)
+        sigma_v = p.speed_error_frac * abs(v) + p.speed_error_floor
+        if u.gyro_z is not None:
+            return v, u.gyro_z, sigma_v, p.gyro_error
+        return v, omega_wheels, sigma_v, p.yaw_error_frac * abs(omega_wheels) + p.yaw_error_floor
+
+    def _integrate(
+        self, x: FloatArray, P: FloatArray, dt: float, u: _Inputs
+    ) -> tuple[FloatArray, FloatArray]:
+        if dt <= 0.0:
+            return x.copy(), P.copy()
+        p = self.params
+        v, omega, sv, so = self._rates(u)
+        steps = max(1, math.ceil(dt / p.max_step - 1e-9))
+        h = dt / steps
+        two_tau = 2.0 * p.error_correlation_time
+        rate_cov = np.diag([two_tau * sv * sv / h, two_tau * so * so / h])
+        diffusion = np.diag([p.position_noise_density * h, p.position_noise_density * h, 0.0])
+        for _ in range(steps):
+            x, F, G = motion_step(x, v, omega, h)
+            P = F @ P @ F.T + G @ rate_cov @ G.T + diffusion
+        return x, 0.5 * (P + P.T)
+
+    def predict(
+        self, dt: float, duty_left: float, duty_right: float, gyro_z: float | None = None
+    ) -> None:
+        """Advance by ``dt`` seconds with these duties held (and this gyro rate, if any)."""
+        _require(math.isfinite(dt) and dt >= 0.0, f"dt must be finite and >= 0, got {dt}")
+        self._advance(self._t + dt, self._inputs(duty_left, duty_right, gyro_z))
+
+    def predict_to(
+        self, t: float, duty_left: float, duty_right: float, gyro_z: float | None = None
+    ) -> None:
+        """Advance to time ``t`` (not before the filter time) with these inputs held."""
+        _require(math.isfinite(t), "t must be finite")
+        _require(t >= self._t, f"predict_to({t}) is before the filter time {self._t}")
+        self._advance(t, self._inputs(duty_left, duty_right, gyro_z))
+
+    @staticmethod
+    def _inputs(duty_left: float, duty_right: float, gyro_z: float | None) -> _Inputs:
+        _require(
+            math.isfinite(duty_left) and math.isfinite(duty_right), "duties must be finite"
+        )
+        _require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
+        return _Inputs(duty_left, duty_right, gyro_z)
+
+    def _advance(self, t1: float, u: _Inputs) -> None:
+        if t1 <= self._t:
+            return
+        seg = _Segment(
+            self._t,
+            t1,
+            u,
+            None if self._x is None else self._x.copy(),
+            None if self._P is None else self._P.copy(),
+        )
+        if self._x is not None and self._P is not None:
+            self._x, self._P = self._integrate(self._x, self._P, t1 - self._t, u)
+        self._t = t1
+        self._history.append(seg)
+        self._trim()
+        self._check_loss()
+
+    def _trim(self) -> None:
+        keep_from = max(self._t - self.params.max_lag, self._t_last_update)
+        k = 0
+        while k < len(self._history) and self._history[k].t1 <= keep_from:
+            k += 1
+        if k:
+            del self._history[:k]
+
+    # ---------------------------------------------------------------- updates
+
+    def update_tag(self, landmark_xy: tuple[float, float], sighting: TagSighting) -> UpdateResult:
+        """Range-bearing update at the filter's time, gated at ``params.tag_gate``."""
+        if self._x is None or self._P is None:
+            self.counters.count(NO_POSE)
+            return UpdateResult(False, NO_POSE)
+        try:
+            z_hat, H = range_bearing(self._x, landmark_xy, self.params.camera_forward)
+        except ValueError:
+            self.counters.count(DEGENERATE)
+            return UpdateResult(False, DEGENERATE)
+        nu = np.array([sighting.range - z_hat[0], wrap_angle(sighting.bearing - z_hat[1])])
+        return self._tally(self._kalman(nu, H, sighting.noise_cov, self.params.tag_gate))
+
+    def _tally(self, result: UpdateResult) -> UpdateResult:
+        """Count gated updates in a row; too many and the pose is dropped as inconsistent."""
+        if result.accepted:
+            self._consecutive_rejections = 0
+        elif result.reason == GATED:
+            self._consecutive_rejections += 1
+            if self._consecutive_rejections >= self.params.max_consecutive_rejections:
+                self.lose_pose(INCONSISTENT_TAGS)
+        return result
+
+    def update_pose_fix(self, fix: PoseFix) -> UpdateResult:
+        """Full-pose update at the filter's time, gated at ``params.pose_fix_gate``.
+
+        Without a pose, a fix initialises the filter (accepted, NIS None) unless
+        its position trace exceeds ``init_max_position_trace`` (``too_uncertain``).
+        Gated fixes count towards ``max_consecutive_rejections`` like tags.
+        """
+        if self._x is None:
+            if float(fix.cov[0, 0] + fix.cov[1, 1]) > self.params.init_max_position_trace:
+                self.counters.count(f"init_{TOO_UNCERTAIN}")
+                return UpdateResult(False, TOO_UNCERTAIN)
+            self._set(np.array([fix.x, fix.y, wrap_angle(fix.theta)]), np.array(fix.cov))
+            return UpdateResult(True)
+        nu = np.array(
+            [fix.x - self._x[0], fix.y - self._x[1], wrap_angle(fix.theta - float(self._x[2]))]
+        )
+        return self._tally(
+            self._kalman(nu, np.eye(3), np.array(fix.cov), self.params.pose_fix_gate)
+        )
+
+    def _kalman(self, nu: FloatArray, H: FloatArray, R: FloatArray, gate: float) -> UpdateResult:
+        assert self._x is not None and self._P is not None
+        P = self._P
+        S = H @ P @ H.T + R
+        try:
+            nis = float(nu @ np.linalg.solve(S, nu))
+        except np.linalg.LinAlgError:
+            self.counters.count(DEGENERATE)
+            return UpdateResult(False, DEGENERATE)
+        if not math.isfinite(nis) or nis > gate:
+            self.counters.count(GATED)
+            return UpdateResult(False, GATED, nis)
+        K = np.linalg.solve(S, H @ P).T  # P Hᵀ S⁻¹, S symmetric
+        x = self._x + K @ nu
+        x[2] = wrap_angle(float(x[2]))
+        IKH = np.eye(3) - K @ H
+        P = IKH @ P @ IKH.T + K @ R @ K.T  # Joseph form
+        self._x, self._P = x, 0.5 * (P + P.T)
+        self._t_last_update = self._t
+        return UpdateResult(True, OK, nis)
+
+    def initialize_from_tags(self, sightings: Sequence[TagSighting]) -> PoseSolution:
+        """Solve the pose at the filter's time from simultaneous sightings of mapped tags."""
+        known = [(self.landmarks[s.tag_id], s) for s in sightings if s.tag_id in self.landmarks]
+        sol = solve_pose_from_tags(
+            known,
+            self.params.camera_forward,
+            self.params.init_quantile,
+            self.params.init_max_position_trace,
+        )
+        if sol.ok and sol.pose is not None and sol.cov is not None:
+            self._set(sol.pose.copy(), sol.cov.copy())
+        else:
+            self.counters.count(f"init_{sol.reason}")
+        return sol
+
+    # ---------------------------------------------------------------- time-aware entry
+
+    def _rewind(self, t: float) -> list[_Segment]:
+        """Move the filter back to time ``t`` inside the history; return the segments to replay."""
+        k = next(i for i, seg in enumerate(self._history) if seg.t0 <= t < seg.t1)
+        seg = self._history[k]
+        if seg.x0 is not None and seg.P0 is not None:
+            self._x, self._P = self._integrate(seg.x0, seg.P0, t - seg.t0, seg.inputs)
+        else:
+            self._x, self._P = None, None
+        rest = [
+            _Segment(t, seg.t1, seg.inputs, None, None),
+            *self._history[k + 1 :],
+        ]
+        if t > seg.t0:
+            seg.t1 = t
+            del self._history[k + 1 :]
+        else:
+            del self._history[k:]
+        self._t = t
+        return rest
+
+    def _replay(self, segments: list[_Segment]) -> None:
+        for seg in segments:
+            self._advance(seg.t1, seg.inputs)
+
+    def _admit(self, t_capture: float, synchronized: bool) -> tuple[float | None, str]:
+        """The time to apply an observation at, or None and the reason it is refused."""
+        p = self.params
+        if not synchronized and not p.use_unsynchronized:
+            return None, UNSYNCHRONIZED
+        if t_capture > self._t + p.order_tolerance:
+            return None, FROM_FUTURE
+        if self._x is not None and t_capture < self._t_last_update - p.order_tolerance:
+            return None, OUT_OF_ORDER
+        t = min(t_capture, self._t)
+        if self._x is not None:
+            t = max(t, self._t_last_update)
+        if t < self._t and (not self._history or t < self._history[0].t0):
+            return None, TOO_OLD
+        return t, OK
+
+    def update_batch(self, batch: ObservationBatch) -> BatchResult:
+        """Apply one observation batch at its capture time; initialise if there is no pose.
+
+        A pose fix takes precedence: it updates (or initialises) the pose and the
+        batch's tags are not applied again (counted as ``tags_in_fix``), since
+        they are what the fix was computed from. Unknown tag ids are ignored
+        and counted. Without a pose, two or more mapped tags are solved for an
+        initial pose. The result carries the target's :class:`Detection` when
+        the batch has a target sighting and there is a pose at capture time.
+        """
+        if batch.pose_fix is None and not batch.tags and batch.target is None:
+            return BatchResult(False, EMPTY)
+        t, reason = self._admit(batch.t_capture, batch.synchronized)
+        if t is None:
+            self.counters.count(reason)
+            return BatchResult(False, reason)
+        changes_state = batch.pose_fix is not None or bool(batch.tags)
+        replay = self._rewind(t) if changes_state and t < self._t else []
+        had_pose = self._x is not None
+        initialized = False
+        tag_results: list[tuple[int, UpdateResult]] = []
+        fix_result: UpdateResult | None = None
+        known: list[TagSighting] = []
+        for s in batch.tags:
+            if s.tag_id in self.landmarks:
+                known.append(s)
+            else:
+                self.counters.count(UNKNOWN_TAG)
+        if batch.pose_fix is not None:
+            fix_result = self.update_pose_fix(batch.pose_fix)
+            initialized = not had_pose and fix_result.accepted
+            if known:
+                self.counters.count(TAGS_IN_FIX, len(known))
+        elif not had_pose:
+            if len(known) >= 2:
+                initialized = self.initialize_from_tags(known).ok
+            elif known:
+                self.counters.count(f"init_{TOO_FEW_TAGS}")
+        else:
+            for s in known:
+                if self._x is None:
+                    break
+                tag_results.append((s.tag_id, self.update_tag(self.landmarks[s.tag_id], s)))
+        self._replay(replay)
+        detection = None
+        if batch.target is not None:
+            detection = self._detection(batch.target, t, batch.t_capture)
+        return BatchResult(
+            True,
+            OK,
+            initialized=initialized,
+            tag_results=tuple(tag_results),
+            pose_fix_result=fix_result,
+            detection=detection,
+        )
+
+    # ---------------------------------------------------------------- queries
+
+    def pose_at(self, t: float) -> tuple[FloatArray, FloatArray] | None:
+        """(state, covariance) at time ``t`` within the kept history, without changing the filter.
+
+        None when there is no pose at that time, when ``t`` is older than the
+        history or later than the filter time plus ``order_tolerance``.
+        """
+        if self._x is None or self._P is None or t > self._t + self.params.order_tolerance:
+            return None
+        if t >= self._t:
+            return self._x.copy(), self._P.copy()
+        for seg in self._history:
+            if seg.t0 <= t < seg.t1:
+                if seg.x0 is None or seg.P0 is None:
+                    return None
+                return self._integrate(seg.x0, seg.P0, t - seg.t0, seg.inputs)
+        return None
+
+    def detection_from_sighting(self, sighting: TagSighting, t: float) -> Detection | None:
+        """The sighted target in world coordinates, captured at ``t``; None without a pose then.
+
+        Covariance ``J P Jᵀ + G R Gᵀ``: the robot's own pose uncertainty (J =
+        ∂p/∂pose) plus the sensor noise (G = ∂p/∂(range, bearing)). A refusal is
+        counted as ``detection_no_pose``.
+        """
+        return self._detection(sighting, t, t)
+
+    def _detection(self, sighting: TagSighting, t_pose: float, t_stamp: float) -> Detection | None:
+        at = self.pose_at(t_pose)
+        if at is None:
+            self.counters.count(f"detection_{NO_POSE}")
+            return None
+        x, P = at
+        p, J, G = target_position(x, sighting, self.params.camera_forward)
+        cov = J @ P @ J.T + G @ sighting.noise_cov @ G.T
+        return Detection(float(p[0]), float(p[1]), 0.5 * (cov + cov.T), t_stamp)

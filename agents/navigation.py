@@ -1,0 +1,573 @@
+"""Where to drive next: search the shared belief, pursue a confident track, never collide.
+
+:class:`Navigator` turns plain data (own pose, the belief window's arrays, the
+track, other robots' positions, the room) into a :class:`NavDecision` at the
+decision rate (10 Hz): a desired (v, omega), the wheel duties the
+:class:`~agents.drive_model.DriveModel` mixes from it, the mode and the goal.
+
+- **NO_POSE**: a slow turn on the spot, never a translation, so the camera
+  sweeps for tags without driving blind.
+- **PURSUE** (pose and a confident track): head for the track's position
+  predicted ``pursue_lookahead`` seconds ahead, hold ``standoff`` metres from
+  it and face it so the camera keeps it in view.
+- **SEARCH** (otherwise): over the window, utility = ``w_mass`` · local belief
+  mass (mu averaged over the camera-sized ``footprint_cells``) + ``w_explore``
+  · var / var_max − ``w_distance`` · path length − ``w_turn`` · |bearing|. The
+  best cell becomes the goal, kept until another beats it by ``hysteresis``,
+  it comes within ``min_goal_distance``, or progress stalls (then it is
+  banned for ``ban_time``). Path lengths are shortest paths on the window's
+  cells around walls and obstacles (Dijkstra), and the robot steers at a
+  waypoint on that path, so a box between robot and goal is driven around.
+
+**Collisions.** Only short range: walls, obstacles and other robots within
+``repulsion_radius`` (gap between surfaces; robots are discs of
+``robot_radius``) push the heading away, and a brake caps the speed of
+approach towards each of them at ``brake_gain`` · (gap − ``min_gap``). Other
+robots affect nothing else: there is no rule that keeps robots apart over
+areas; they spread because the variance they share says where has been seen.
+
+Deterministic: no random numbers; the same sequence of inputs gives the same
+decisions bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
+from scipy import sparse
+from scipy.ndimage import uniform_filter
+from scipy.sparse.csgraph import dijkstra
+
+from agents.drive_model import DriveModel
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def _finite(*values: float) -> bool:
+    return all(math.isfinite(v) for v in values)
+
+
+def _wrap(a: float) -> float:
+    w = math.remainder(a, math.tau)
+    return math.pi if w == -math.pi else w
+
+
+class NavMode(StrEnum):
+    NO_POSE = "no_pose"
+    SEARCH = "search"
+    PURSUE = "pursue"
+
+
+@dataclass(frozen=True)
+class Box:
+    """An axis-aligned obstacle: centre (cx, cy) and full side lengths (sx, sy), metres."""
+
+    cx: float
+    cy: float
+    sx: float
+    sy: float
+
+    def __post_init__(self) -> None:
+        _require(_finite(self.cx, self.cy, self.sx, self.sy), "box values must be finite")
+        _require(self.sx > 0.0 and self.sy > 0.0, "box sides must be > 0")
+
+    def closest_point(self, x: float, y: float) -> tuple[float, float]:
+        """The point of the box nearest to (x, y) ((x, y) itself when inside)."""
+        hx, hy = 0.5 * self.sx, 0.5 * self.sy
+        return (
+            min(max(x, self.cx - hx), self.cx + hx),
+            min(max(y, self.cy - hy), self.cy + hy),
+        )
+
+
+@dataclass(frozen=True)
+class Room:
+    """The arena: walls along x = 0, x = width, y = 0, y = height, and box obstacles."""
+
+    width: float
+    height: float
+    obstacles: tuple[Box, ...] = ()
+
+    def __post_init__(self) -> None:
+        _require(_finite(self.width, self.height), "room size must be finite")
+        _require(self.width > 0.0 and self.height > 0.0, "room size must be > 0")
+        object.__setattr__(self, "obstacles", tuple(self.obstacles))
+        _require(all(isinstance(b, Box) for b in self.obstacles), "obstacles must be Boxes")
+
+    def surface_distance(self, x: FloatArray, y: FloatArray) -> FloatArray:
+        """Distance from each point to the nearest wall or obstacle surface (0 inside one)."""
+        d = np.minimum(np.minimum(x, self.width - x), np.minimum(y, self.height - y))
+        d = np.maximum(d, 0.0)
+        for b in self.obstacles:
+            dx = np.maximum(np.abs(x - b.cx) - 0.5 * b.sx, 0.0)
+            dy = np.maximum(np.abs(y - b.cy) - 0.5 * b.sy, 0.0)
+            d = np.minimum(d, np.hypot(dx, dy))
+        return d
+
+    def nearby_surfaces(self, x: float, y: float, within: float) -> list[tuple[float, float]]:
+        """Nearest points of the walls and obstacles closer than ``within`` to (x, y)."""
+        points = [(0.0, y), (self.width, y), (x, 0.0), (x, self.height)]
+        points.extend(b.closest_point(x, y) for b in self.obstacles)
+        return [p for p in points if math.hypot(p[0] - x, p[1] - y) < within]
+
+
+@dataclass(frozen=True, eq=False)
+class BeliefView:
+    """The belief window as arrays: mu and var shaped (H, W), cell-centre xs (W,) and ys (H,)."""
+
+    mu: FloatArray
+    var: FloatArray
+    xs: FloatArray
+    ys: FloatArray
+    var_max: float
+
+    def __post_init__(self) -> None:
+        mu = np.asarray(self.mu, dtype=np.float64)
+        var = np.asarray(self.var, dtype=np.float64)
+        xs = np.asarray(self.xs, dtype=np.float64)
+        ys = np.asarray(self.ys, dtype=np.float64)
+        _require(xs.ndim == 1 and ys.ndim == 1, "xs and ys must be 1-D")
+        _require(xs.size >= 2 and ys.size >= 2, "the window needs at least 2x2 cells")
+        _require(mu.shape == (ys.size, xs.size), "mu must be shaped (len(ys), len(xs))")
+        _require(var.shape == mu.shape, "var must be shaped like mu")
+        for a in (mu, var, xs, ys):
+            _require(bool(np.all(np.isfinite(a))), "belief arrays must be finite")
+        _require(math.isfinite(self.var_max) and self.var_max > 0.0, "var_max must be > 0")
+        _require(bool(np.all(np.diff(xs) > 0) and np.all(np.diff(ys) > 0)), "xs, ys must increase")
+        for name, a in (("mu", mu), ("var", var), ("xs", xs), ("ys", ys)):
+            object.__setattr__(self, name, a)
+
+    @property
+    def cell_size(self) -> float:
+        return float(self.xs[1] - self.xs[0])
+
+
+@dataclass(frozen=True)
+class TrackView:
+    """The fused target track: position and velocity at time ``t``, and whether it is confident."""
+
+    x: float
+    y: float
+    vx: float
+    vy: float
+    t: float
+    confident: bool
+
+    def __post_init__(self) -> None:
+        _require(_finite(self.x, self.y, self.vx, self.vy, self.t), "track values must be finite")
+
+
+@dataclass(frozen=True)
+class NavParams:
+    """Tuning of :class:`Navigator` (metres, seconds, radians)."""
+
+    v_max: float = 0.3
+    omega_max: float = 1.5
+    search_turn_rate: float = 0.5
+    """Turn rate on the spot while there is no pose, rad/s (positive: counter-clockwise)."""
+    heading_gain: float = 2.0
+    """omega = heading_gain · heading error, clipped to omega_max."""
+    turn_in_place_angle: float = math.radians(50.0)
+    """Heading errors beyond this turn on the spot first."""
+    standoff: float = 0.8
+    standoff_tolerance: float = 0.05
+    distance_gain: float = 0.8
+    """Pursuit speed per metre of distance error, 1/s."""
+    v_back: float = 0.15
+    """Fastest reverse speed when the target comes closer than the standoff."""
+    pursue_lookahead: float = 0.5
+    max_track_extrapolation: float = 2.0
+    """Never predict the track further than this beyond its own time."""
+    w_mass: float = 2.0
+    w_explore: float = 1.0
+    w_distance: float = 0.2
+    """Utility lost per metre of path."""
+    w_turn: float = 0.1
+    """Utility lost per radian of bearing."""
+    footprint_cells: int = 5
+    """Side of the square (cells) over which mu and var are averaged."""
+    hysteresis: float = 0.1
+    min_goal_distance: float = 0.3
+    waypoint_distance: float = 0.5
+    robot_radius: float = 0.13
+    planning_margin: float = 0.05
+    """Cells closer than robot_radius + this to a wall or obstacle are not driven through."""
+    repulsion_radius: float = 0.35
+    repulsion_gain: float = 1.5
+    brake_gain: float = 2.0
+    """Approach speed allowed per metre of gap, 1/s; keep brake_gain · period < 1."""
+    min_gap: float = 0.03
+    period: float = 0.1
+    """Decision period, s (used to look half a turn ahead in the brake)."""
+    stuck_time: float = 4.0
+    stuck_progress: float = 0.1
+    ban_time: float = 10.0
+    ban_radius: float = 0.3
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if name == "footprint_cells":
+                continue
+            _require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0")
+        for name in ("v_max", "omega_max", "robot_radius", "period", "brake_gain"):
+            _require(getattr(self, name) > 0.0, f"{name} must be > 0")
+        _require(self.brake_gain * self.period < 1.0, "brake_gain * period must be < 1")
+        _require(
+            isinstance(self.footprint_cells, int) and self.footprint_cells >= 1,
+            "footprint_cells must be an int >= 1",
+        )
+        _require(self.search_turn_rate <= self.omega_max, "search_turn_rate must be <= omega_max")
+
+
+@dataclass(frozen=True)
+class NavDecision:
+    """One decision: desired motion, the duties for it, the mode and the goal (for logs)."""
+
+    t: float
+    mode: NavMode
+    v: float
+    omega: float
+    duty_left: float
+    duty_right: float
+    goal: tuple[float, float] | None = None
+    utility: float | None = None
+
+
+@dataclass(frozen=True)
+class _Scene:
+    """One decision's inputs, with a pose."""
+
+    pose: tuple[float, float, float]
+    belief: BeliefView
+    others: Sequence[tuple[float, float]]
+    room: Room
+
+
+@dataclass
+class _Graph:
+    """Shortest-path graph over the free cells of one window placement."""
+
+    key: tuple[float, float, float, int, int, Room]
+    blocked: BoolArray
+    matrix: sparse.csr_matrix
+
+
+class Navigator:
+    """Decides (v, omega) and wheel duties from plain data; holds only the goal and its history."""
+
+    def __init__(self, drive: DriveModel | None = None, params: NavParams | None = None) -> None:
+        self.drive = drive if drive is not None else DriveModel()
+        self.params = params if params is not None else NavParams()
+        self._goal: tuple[float, float] | None = None
+        self._goal_best_dist = math.inf
+        self._goal_progress_t = 0.0
+        self._bans: list[tuple[float, float, float]] = []  # (x, y, until)
+        self._graph: _Graph | None = None
+
+    @property
+    def goal(self) -> tuple[float, float] | None:
+        return self._goal
+
+    def decide(
+        self,
+        now: float,
+        *,
+        pose: tuple[float, float, float] | None,
+        belief: BeliefView,
+        track: TrackView | None,
+        others: Sequence[tuple[float, float]],
+        room: Room,
+    ) -> NavDecision:
+        """The decision at ``now``; see the module docstring for the behaviour."""
+        _require(math.isfinite(now), "now must be finite")
+        self._bans = [b for b in self._bans if b[2] > now]
+        if pose is None or not _finite(*pose):
+            self._drop_goal()
+            return self._emit(now, NavMode.NO_POSE, 0.0, self.params.search_turn_rate)
+        scene = _Scene(pose, belief, tuple(others), room)
+        if track is not None and track.confident:
+            self._drop_goal()
+            return self._pursue(now, scene, track)
+        return self._search(now, scene)
+
+    # ---------------------------------------------------------------- modes
+
+    def _pursue(self, now: float, scene: _Scene, track: TrackView) -> NavDecision:
+        p = self.params
+        x, y, _ = scene.pose
+        ahead = min(max(now - track.t, 0.0) + p.pursue_lookahead, p.max_track_extrapolation)
+        tx, ty = track.x + track.vx * ahead, track.y + track.vy * ahead
+        dist = math.hypot(tx - x, ty - y)
+        err = dist - p.standoff
+        if abs(err) <= p.standoff_tolerance:
+            v = 0.0
+        else:
+            v = min(max(p.distance_gain * err, -p.v_back), p.v_max)
+        aim = (tx, ty)
+        if err > 0.5:
+            # Far: follow the path around obstacles; close: look straight at the target.
+            route = self._route(scene, (tx, ty))
+            if route is not None:
+                aim = route
+        heading = math.atan2(aim[1] - y, aim[0] - x)
+        v, omega = self._steer(scene, heading, v, repel=err > 0.0)
+        return self._emit(now, NavMode.PURSUE, v, omega, goal=(tx, ty))
+
+    def _search(self, now: float, scene: _Scene) -> NavDecision:
+        p = self.params
+        belief = scene.belief
+        x, y, _ = scene.pose
+        utility, dist, pred, source = self._utility(scene)
+        best = int(np.argmax(utility))
+        best_u = float(utility.flat[best])
+        if not math.isfinite(best_u):
+            self._drop_goal()
+            return self._emit(now, NavMode.SEARCH, 0.0, p.search_turn_rate)
+        current = None if self._goal is None else self._cell_of(belief, self._goal)
+        if (
+            self._goal is not None
+            and current is not None
+            and float(utility.flat[current]) + p.hysteresis >= best_u
+        ):
+            goal, goal_index = self._goal, current
+        else:
+            gy, gx = divmod(best, utility.shape[1])
+            goal, goal_index = (float(belief.xs[gx]), float(belief.ys[gy])), best
+            self._goal = goal
+            self._goal_best_dist = math.inf
+            self._goal_progress_t = now
+        d_goal = float(dist.flat[goal_index])
+        if d_goal < self._goal_best_dist - p.stuck_progress:
+            self._goal_best_dist = d_goal
+            self._goal_progress_t = now
+        elif now - self._goal_progress_t > p.stuck_time:
+            self._bans.append((goal[0], goal[1], now + p.ban_time))
+            self._drop_goal()
+            return self._emit(now, NavMode.SEARCH, 0.0, 0.0)
+        aim = goal
+        if source is not None and pred is not None:
+            aim = self._waypoint(belief, pred, dist, source, goal_index)
+        heading = math.atan2(aim[1] - y, aim[0] - x)
+        v_nominal = p.v_max * min(1.0, math.hypot(goal[0] - x, goal[1] - y) / 0.5)
+        v, omega = self._steer(scene, heading, v_nominal, repel=True)
+        return self._emit(
+            now, NavMode.SEARCH, v, omega, goal=goal, utility=float(utility.flat[goal_index])
+        )
+
+    def _drop_goal(self) -> None:
+        self._goal = None
+        self._goal_best_dist = math.inf
+
+    def _emit(
+        self,
+        now: float,
+        mode: NavMode,
+        v: float,
+        omega: float,
+        *,
+        goal: tuple[float, float] | None = None,
+        utility: float | None = None,
+    ) -> NavDecision:
+        left, right = self.drive.mix(v, omega)
+        return NavDecision(now, mode, v, omega, left, right, goal, utility)
+
+    # ---------------------------------------------------------------- utility and paths
+
+    def _graph_for(self, belief: BeliefView, room: Room) -> _Graph:
+        h, w = belief.mu.shape
+        c = belief.cell_size
+        key = (float(belief.xs[0]), float(belief.ys[0]), c, w, h, room)
+        if self._graph is not None and self._graph.key == key:
+            return self._graph
+        gx, gy = np.meshgrid(belief.xs, belief.ys)
+        inside = (gx > 0.0) & (gx < room.width) & (gy > 0.0) & (gy < room.height)
+        keep_out = self.params.robot_radius + self.params.planning_margin
+        clear = room.surface_distance(gx, gy) >= keep_out
+        blocked = ~(inside & clear)
+        ids = np.arange(h * w).reshape(h, w)
+        rows: list[npt.NDArray[np.int64]] = []
+        cols: list[npt.NDArray[np.int64]] = []
+        costs: list[FloatArray] = []
+        for dy, dx in ((0, 1), (1, 0), (1, 1), (1, -1)):
+            a = (slice(0, h - dy), slice(max(0, -dx), w - max(0, dx)))
+            b = (slice(dy, h), slice(max(0, dx), w - max(0, -dx)))
+            ok = ~blocked[a] & ~blocked[b]
+            rows.append(ids[a][ok])
+            cols.append(ids[b][ok])
+            costs.append(np.full(int(ok.sum()), c * math.hypot(dx, dy)))
+        matrix = sparse.csr_matrix(
+            (np.concatenate(costs), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(h * w, h * w),
+        )
+        self._graph = _Graph(key, blocked, matrix)
+        return self._graph
+
+    @staticmethod
+    def _cell_of(belief: BeliefView, point: tuple[float, float]) -> int | None:
+        c = belief.cell_size
+        lx = round((point[0] - float(belief.xs[0])) / c)
+        ly = round((point[1] - float(belief.ys[0])) / c)
+        h, w = belief.mu.shape
+        if 0 <= lx < w and 0 <= ly < h:
+            return int(ly * w + lx)
+        return None
+
+    def _source(self, belief: BeliefView, graph: _Graph, x: float, y: float) -> int | None:
+        """The free cell to plan from: the robot's own, else the nearest free one within 2 cells."""
+        k = self._cell_of(belief, (x, y))
+        if k is None:
+            return None
+        h, w = belief.mu.shape
+        ly, lx = divmod(k, w)
+        best: tuple[float, int] | None = None
+        for dy in range(-2, 3):
+            for dx in range(-2, 3):
+                jy, jx = ly + dy, lx + dx
+                if 0 <= jy < h and 0 <= jx < w and not graph.blocked[jy, jx]:
+                    d = math.hypot(float(belief.xs[jx]) - x, float(belief.ys[jy]) - y)
+                    if best is None or d < best[0]:
+                        best = (d, jy * w + jx)
+        return None if best is None else best[1]
+
+    def _paths(
+        self, scene: _Scene
+    ) -> tuple[FloatArray, npt.NDArray[np.int32] | None, int | None, _Graph]:
+        """Path length from the robot to every cell (inf: unreachable), predecessors, source."""
+        belief = scene.belief
+        graph = self._graph_for(belief, scene.room)
+        x, y, _ = scene.pose
+        source = self._source(belief, graph, x, y)
+        shape = belief.mu.shape
+        if source is None:
+            gx, gy = np.meshgrid(belief.xs, belief.ys)
+            dist = np.hypot(gx - x, gy - y)
+            dist[graph.blocked] = np.inf
+            return dist, None, None, graph
+        d, pred = dijkstra(graph.matrix, directed=False, indices=source, return_predecessors=True)
+        sy, sx = divmod(source, shape[1])
+        offset = math.hypot(float(belief.xs[sx]) - x, float(belief.ys[sy]) - y)
+        return (np.asarray(d, dtype=np.float64) + offset).reshape(shape), pred, source, graph
+
+    def _utility(
+        self, scene: _Scene
+    ) -> tuple[FloatArray, FloatArray, npt.NDArray[np.int32] | None, int | None]:
+        p = self.params
+        belief = scene.belief
+        x, y, th = scene.pose
+        dist, pred, source, graph = self._paths(scene)
+        size = p.footprint_cells
+        mass = uniform_filter(belief.mu, size=size, mode="nearest")
+        explore = uniform_filter(belief.var, size=size, mode="nearest") / belief.var_max
+        gx, gy = np.meshgrid(belief.xs, belief.ys)
+        bearing = np.abs(np.remainder(np.arctan2(gy - y, gx - x) - th + np.pi, 2 * np.pi) - np.pi)
+        with np.errstate(invalid="ignore"):
+            utility = (
+                p.w_mass * mass + p.w_explore * explore - p.w_distance * dist - p.w_turn * bearing
+            )
+        too_near = np.hypot(gx - x, gy - y) < p.min_goal_distance
+        invalid = graph.blocked | ~np.isfinite(dist) | too_near
+        for bx, by, _ in self._bans:
+            invalid |= np.hypot(gx - bx, gy - by) < p.ban_radius
+        utility = np.where(invalid, -np.inf, utility)
+        return utility, dist, pred, source
+
+    def _waypoint(
+        self,
+        belief: BeliefView,
+        pred: npt.NDArray[np.int32],
+        dist: FloatArray,
+        source: int,
+        goal_index: int,
+    ) -> tuple[float, float]:
+        """The farthest cell on the path to the goal within ``waypoint_distance`` of the source."""
+        w = belief.mu.shape[1]
+        limit = float(dist.flat[source]) + self.params.waypoint_distance
+        k = goal_index
+        while k != source and pred[k] >= 0 and float(dist.flat[k]) > limit:
+            k = int(pred[k])
+        ky, kx = divmod(k, w)
+        return float(belief.xs[kx]), float(belief.ys[ky])
+
+    def _route(self, scene: _Scene, target: tuple[float, float]) -> tuple[float, float] | None:
+        """A waypoint towards ``target`` around obstacles, or None without a usable path."""
+        belief = scene.belief
+        dist, pred, source, _ = self._paths(scene)
+        k = self._cell_of(belief, target)
+        if pred is None or source is None or k is None:
+            return None
+        if not math.isfinite(float(dist.flat[k])):
+            # The target's own cell may be too near a wall: plan to the nearest reachable cell.
+            gx, gy = np.meshgrid(belief.xs, belief.ys)
+            near = np.where(np.isfinite(dist), np.hypot(gx - target[0], gy - target[1]), np.inf)
+            k = int(np.argmin(near))
+            if not math.isfinite(float(near.flat[k])):
+                return None
+        return self._waypoint(belief, pred, dist, source, k)
+
+    # ---------------------------------------------------------------- steering and safety
+
+    def _hazards(
+        self,
+        x: float,
+        y: float,
+        others: Sequence[tuple[float, float]],
+        room: Room,
+    ) -> list[tuple[float, float, float]]:
+        """(unit x, unit y towards the hazard, gap) for each hazard within the repulsion radius."""
+        p = self.params
+        reach = p.repulsion_radius + p.robot_radius
+        found: list[tuple[float, float, float]] = []
+        for qx, qy in room.nearby_surfaces(x, y, reach):
+            d = math.hypot(qx - x, qy - y)
+            if d > 1e-9:
+                found.append(((qx - x) / d, (qy - y) / d, d - p.robot_radius))
+        for ox, oy in others:
+            d = math.hypot(ox - x, oy - y)
+            gap = d - 2.0 * p.robot_radius
+            if gap < p.repulsion_radius and d > 1e-9:
+                found.append(((ox - x) / d, (oy - y) / d, gap))
+        return found
+
+    def _steer(
+        self, scene: _Scene, heading: float, v: float, *, repel: bool
+    ) -> tuple[float, float]:
+        """(v, omega) towards ``heading`` at up to ``v``, bent by repulsion and braked.
+
+        Repulsion bends the heading only while driving forward: turning on the
+        spot is always safe, and a pursuer holding its standoff keeps facing the target.
+        """
+        p = self.params
+        x, y, th = scene.pose
+        hazards = self._hazards(x, y, scene.others, scene.room)
+        if repel and v > 0.0 and hazards:
+            dx, dy = math.cos(heading), math.sin(heading)
+            for ux, uy, gap in hazards:
+                push = p.repulsion_gain * (p.repulsion_radius - max(gap, 0.0)) / p.repulsion_radius
+                dx -= push * ux
+                dy -= push * uy
+            if math.hypot(dx, dy) > 1e-9:
+                heading = math.atan2(dy, dx)
+        err = _wrap(heading - th)
+        omega = min(max(p.heading_gain * err, -p.omega_max), p.omega_max)
+        if abs(err) > p.turn_in_place_angle:
+            v = 0.0
+        else:
+            v *= math.cos(err)
+        for ux, uy, gap in hazards:
+            allowed = p.brake_gain * max(gap - p.min_gap, 0.0)
+            for a in (th, th + omega * p.period):
+                closing = math.cos(a) * ux + math.sin(a) * uy  # > 0: forward motion approaches
+                if v * closing > allowed:
+                    v = allowed / closing
+        return v, omega
