@@ -21,11 +21,30 @@ INT16_MAX = 2**15 - 1
 
 _WIRE_INDEX = np.dtype(">i2")
 _WIRE_VALUE = np.dtype(">f2")
+_WIRE_WORD = np.dtype(">u2")
 
 
 def _readonly(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
     a.flags.writeable = False
     return a
+
+
+def _check_values(
+    ix: npt.NDArray[np.int16],
+    iy: npt.NDArray[np.int16],
+    values: npt.NDArray[np.float16],
+    var: npt.NDArray[np.float16],
+) -> None:
+    """Every mu and var finite, every var > 0, no (ix, iy) twice; ``values`` is mu and var."""
+    if not np.isfinite(values).all():
+        raise FieldError(RejectReason.NOT_FINITE, "mu and var must be finite")
+    if len(var) and not (var > 0).all():
+        raise FieldError(RejectReason.OUT_OF_RANGE, "var must be > 0")
+    if len(ix) > 1:
+        keys = (ix.astype(np.int32) << 16) | iy.view(np.uint16)
+        keys.sort()
+        if (keys[1:] == keys[:-1]).any():
+            raise FieldError(RejectReason.INCONSISTENT, "a cell (ix, iy) appears twice")
 
 
 class Cells:
@@ -59,22 +78,27 @@ class Cells:
                 raise FieldError(
                     RejectReason.BAD_TYPE, f"{name} must be a 1-D {np.dtype(dt)} array"
                 )
-        n = len(ix)
-        if not len(iy) == len(mu) == len(var) == n:
+        if not len(iy) == len(mu) == len(var) == len(ix):
             raise FieldError(RejectReason.BAD_SHAPE, "ix, iy, mu, var must have equal lengths")
-        if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(var))):
-            raise FieldError(RejectReason.NOT_FINITE, "mu and var must be finite")
-        if n and not np.all(var > 0):
-            raise FieldError(RejectReason.OUT_OF_RANGE, "var must be > 0")
-        if n > 1:
-            keys = (ix.astype(np.int32) << 16) | (iy.astype(np.int32) & 0xFFFF)
-            if len(np.unique(keys)) != n:
-                raise FieldError(RejectReason.INCONSISTENT, "a cell (ix, iy) appears twice")
-        object.__setattr__(self, "ix", _readonly(ix.copy()))
-        object.__setattr__(self, "iy", _readonly(iy.copy()))
-        object.__setattr__(self, "mu", _readonly(mu.copy()))
-        object.__setattr__(self, "var", _readonly(var.copy()))
-        object.__setattr__(self, "_bytes", None)
+        _check_values(ix, iy, np.concatenate((mu, var)), var)
+        self._set(
+            _readonly(ix.copy()), _readonly(iy.copy()), _readonly(mu.copy()),
+            _readonly(var.copy()), None,
+        )
+
+    def _set(
+        self,
+        ix: npt.NDArray[np.int16],
+        iy: npt.NDArray[np.int16],
+        mu: npt.NDArray[np.float16],
+        var: npt.NDArray[np.float16],
+        wire: bytes | None,
+    ) -> None:
+        object.__setattr__(self, "ix", ix)
+        object.__setattr__(self, "iy", iy)
+        object.__setattr__(self, "mu", mu)
+        object.__setattr__(self, "var", var)
+        object.__setattr__(self, "_bytes", wire)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Cells is immutable")
@@ -138,11 +162,15 @@ class Cells:
                 RejectReason.BAD_SHAPE, f"cell bin of {len(data)} bytes is not a multiple of 8"
             )
         n = len(data) // BYTES_PER_CELL
-        ix = np.frombuffer(data, _WIRE_INDEX, n, 0).astype(np.int16)
-        iy = np.frombuffer(data, _WIRE_INDEX, n, 2 * n).astype(np.int16)
-        mu = np.frombuffer(data, _WIRE_VALUE, n, 4 * n).astype(np.float16)
-        var = np.frombuffer(data, _WIRE_VALUE, n, 6 * n).astype(np.float16)
-        return cls(ix, iy, mu, var)
+        # One byte swap for the whole bin, then typed views of its four parts.
+        native = _readonly(np.frombuffer(data, _WIRE_WORD).astype(np.uint16))
+        ix, iy = native[:n].view(np.int16), native[n : 2 * n].view(np.int16)
+        values = native[2 * n :].view(np.float16)
+        mu, var = values[:n], values[n:]
+        _check_values(ix, iy, values, var)
+        cells = object.__new__(cls)
+        cells._set(ix, iy, mu, var, bytes(data))
+        return cells
 
     def to_bytes(self) -> bytes:
         cached: bytes | None = self._bytes

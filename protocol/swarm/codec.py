@@ -234,8 +234,11 @@ def _check_types(env: Any) -> Kind:
 
 
 def _body_with_cells(b: list[Any], build: Callable[[Cells], Patch | Snapshot]) -> Body:
-    build(Cells.empty())  # scalar fields first, in wire order
+    build(_NO_CELLS)  # scalar fields first, in wire order
     return build(Cells.from_bytes(b[-1]))
+
+
+_NO_CELLS = Cells.empty()
 
 
 def _build_body(kind: Kind, b: list[Any]) -> Body:
