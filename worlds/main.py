@@ -1,0 +1,107 @@
+"""``stigmesh world ARENA.toml --run-dir DIR``: the world server as a command.
+
+Exit status: 0 after a clean stop (SIGINT, SIGTERM, ``--duration`` or a
+``stop`` request), 2 for a refused arena file or an endpoint that cannot be
+bound, 1 for anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from protocol.runlog import RunLog, log_path
+from worlds.arena import SENSING_MODES, ArenaError, load_arena
+from worlds.control import control_path
+from worlds.server import BindError, WorldServer, serve
+from worlds.sim import World
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+PROCESS = "world"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("arena", type=Path, help="arena file (TOML, see worlds/ARENA.md)")
+    parser.add_argument("--run-dir", type=Path, required=True, help="where world.jsonl goes")
+    parser.add_argument("--duration", type=float, default=None, help="stop after S seconds")
+    parser.add_argument(
+        "--sensing", choices=SENSING_MODES, default=None, help="override the arena's sensor mode"
+    )
+    parser.add_argument("--seed", type=int, default=None, help="override the arena's seed")
+
+
+def _error(message: str) -> None:
+    print(f"stigmesh world: error: {message}", file=sys.stderr, flush=True)
+
+
+def _banner(server: WorldServer) -> None:
+    world = server.world
+    cars = " ".join(f"{c.spec.name}(id {c.id})={c.spec.address}" for c in world.cars.values())
+    print(
+        f"stigmesh world: arena {world.arena.name} ({world.arena.sensing.mode}), "
+        f"cars {cars}, ports 4210/udp 4211/udp 8080/tcp, run dir {server.run_dir}, "
+        f"control {control_path(server.run_dir)}",
+        flush=True,
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.duration is not None and not args.duration > 0:
+        _error(f"--duration must be positive, got {args.duration}")
+        return EXIT_USAGE
+    try:
+        arena = load_arena(args.arena)
+    except ArenaError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    if args.sensing is not None:
+        arena = arena.with_sensing(args.sensing)
+    run_dir: Path = args.run_dir
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _error(f"cannot create run dir {run_dir}: {exc}")
+        return EXIT_USAGE
+    if len(str(control_path(run_dir).resolve())) > 100:
+        _error(f"run dir path too long for a UNIX socket: {run_dir}")
+        return EXIT_USAGE
+    log = RunLog(log_path(run_dir, PROCESS), PROCESS, time.monotonic)
+    world = World(arena, seed=args.seed, t0=time.monotonic())
+    log.log(
+        "start", arena=arena.name, source=arena.source, seed=world.seed,
+        sensing=arena.sensing.mode, cars=[c.__dict__ for c in arena.cars],
+    )  # fmt: skip
+    server: WorldServer | None = None
+    try:
+        server = asyncio.run(serve(world, run_dir, log, args.duration, _banner))
+    except BindError as exc:
+        _error(str(exc))
+        log.log("stop", error=str(exc))
+        return EXIT_USAGE
+    finally:
+        world.close()
+        if server is not None:
+            log.log(
+                "stop", rtf=server.rtf_total, load=server.load_total,
+                physics_skipped=world.physics_skipped,
+            )  # fmt: skip
+        log.close()
+    print(
+        f"stigmesh world: stopped; real-time factor {_fmt(server.rtf_total)}, "
+        f"busy {_fmt(server.load_total)}, physics skipped {world.physics_skipped:.3f} s",
+        flush=True,
+    )
+    return EXIT_OK
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def run(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="stigmesh world", description=__doc__)
+    add_arguments(parser)
+    return main(parser.parse_args(argv))
