@@ -72,6 +72,10 @@ class CarModel:
     gyro: bool = True
     gyro_noise: float = 0.02  # white noise std per sample, rad/s
     gyro_bias: float = 0.01  # std of the constant bias drawn at each boot, rad/s
+    # Calibration handed to the agents, not used by the physics: the track width
+    # that turns wheel speeds into the yaw rate a skid-steer car really achieves.
+    # Measured on this world's cars by tests/worlds/test_sim.py (about 0.48 m).
+    effective_track: float = 0.48
 
     @property
     def wheel_radius(self) -> float:
@@ -463,6 +467,7 @@ def _car_model(t: _Table | None) -> CarModel:
         gyro=t.boolean("gyro", d.gyro),
         gyro_noise=t.number("gyro_noise", d.gyro_noise, 0.0, 1.0),
         gyro_bias=t.number("gyro_bias", d.gyro_bias, 0.0, 1.0),
+        effective_track=t.number("effective_track", d.effective_track, 0.05, 5.0),
     )
     t.done()
     return model

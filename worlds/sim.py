@@ -226,6 +226,11 @@ class World:
 
     def advance_to(self, t: float) -> Step:
         """Run everything scheduled up to and including ``t``; returns the output."""
+        self._run_until(t)
+        return self.drain()
+
+    def _run_until(self, t: float) -> None:
+        """Advance time, keeping what it produces for the caller's next drain."""
         if t < self.t:
             raise WorldError(f"time cannot go back: {t} < {self.t}")
         while True:
@@ -258,7 +263,6 @@ class World:
                 self._observe(car_next, t_next)
                 car_next.next_obs += 1.0 / self.arena.sensing.rate_hz
         self.t = t
-        return self.drain()
 
     def skip_physics(self, t: float) -> float:
         """Let physics time jump to ``t`` without stepping (bodies hold still).
@@ -387,7 +391,7 @@ class World:
 
     def deliver(self, car_key: int | str, port: int, data: bytes, src: Address, t: float) -> Step:
         """A datagram from ``src`` arriving at a car's UDP ``port`` at ``t``."""
-        self.advance_to(t)
+        self._run_until(t)
         car = self.car(car_key)
         if not car.link_up(t):
             car.counters.dropped_in += 1
@@ -412,7 +416,7 @@ class World:
 
         A frozen camera returns its last frame again, unchanged.
         """
-        self.advance_to(t)
+        self._run_until(t)
         car = self.car(car_key)
         if not car.link_up(t):
             return None
@@ -439,7 +443,7 @@ class World:
     def drop_link(self, car_key: int | str, duration: float, t: float) -> Step:
         """Lose every datagram to and from the car (and its camera stream) for ``duration``."""
         duration = self._duration(duration)
-        self.advance_to(t)
+        self._run_until(t)
         car = self.car(car_key)
         car.link_down_until = t + duration
         self._log(t, "fault", kind="drop_link", car=car.id, duration=duration, until=t + duration)
@@ -448,7 +452,7 @@ class World:
     def freeze_camera(self, car_key: int | str, duration: float, t: float) -> Step:
         """The camera (and synthetic sensing) produces nothing new for ``duration``."""
         duration = self._duration(duration)
-        self.advance_to(t)
+        self._run_until(t)
         car = self.car(car_key)
         car.camera_frozen_until = t + duration
         self._log(
@@ -459,7 +463,7 @@ class World:
     def reboot(self, car_key: int | str, t: float, down: float = 0.0) -> Step:
         """Power-cycle a car: wheels stop now; after ``down`` s it boots with a new nonce."""
         down = self._duration(down)
-        self.advance_to(t)
+        self._run_until(t)
         car = self.car(car_key)
         old = car.nonce
         car.boot(t + down)

@@ -348,3 +348,20 @@ def test_motion_models():
     assert [(s.x, s.y) for s in pa] == [(s.x, s.y) for s in (b.state(float(t)) for t in times)]
     assert all(1.0 <= s.x <= 3.0 and 1.0 <= s.y <= 2.0 for s in pa)
     assert all(math.hypot(s.vx, s.vy) == pytest.approx(1.0) for s in pa)
+
+
+def test_effective_track_calibration_matches_the_simulated_car(world: World):
+    """The agents' calibration constant is what this world's skid-steer really does."""
+    body = world.scene.cars[1]
+    _arm(world, 1, 50.1)
+    rates = []
+    t = 50.1
+    for k in range(12):
+        t = _drive(world, 1, -0.7, 0.7, t0=t + 1 / 30, seconds=0.1)
+        if k >= 4:  # after the spin-up
+            rates.append(body.motion()[1])
+    model = world.arena.car_model
+    wheel = duty_to_speed(0.7, model)
+    measured = 2 * wheel / (sum(rates) / len(rates))
+    print(f"effective track: measured {measured:.3f} m, calibration {model.effective_track} m")
+    assert measured == pytest.approx(model.effective_track, rel=0.25)
