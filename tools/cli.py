@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -13,6 +14,29 @@ def build_parser() -> argparse.ArgumentParser:
         description="Decentralized robot swarm: agents, world server, car tools, benchmarks.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    from worlds import main as world_main
+
+    world = sub.add_parser(
+        "world",
+        help="run the simulated world: every car behind its own loopback address",
+        description="PyBullet world server: the room, the cars (each on its own loopback "
+        "address, ports 4210/4211/8080), the target and the ground-truth log.",
+    )
+    world_main.add_arguments(world)
+
+    from tools import agent_cmd
+
+    agent = sub.add_parser(
+        "agent",
+        help="run one robot's agent (its own process, its own car)",
+        description="One agent: private belief, peers found by mDNS, beliefs shared over UDP "
+        "broadcast, its own car driven over MZ01.",
+    )
+    agent_cmd.add_arguments(agent)
+
+    keygen = sub.add_parser("keygen", help="write a new random swarm key file")
+    keygen.add_argument("path", type=Path, help="where to write the key (hex, mode 0600)")
 
     bench = sub.add_parser("bench", help="run a benchmark and print what it measured")
     bench.add_argument(
@@ -27,6 +51,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "world":
+        from worlds import main as world_main
+
+        return world_main.main(args)
+    if args.command == "agent":
+        from tools import agent_cmd
+
+        return agent_cmd.main(args)
+    if args.command == "keygen":
+        from tools.swarmkey import write_key
+
+        try:
+            write_key(args.path)
+        except FileExistsError:
+            print(f"stigmesh keygen: {args.path} exists; not overwritten", file=sys.stderr)
+            return 2
+        print(f"wrote a new swarm key to {args.path}")
+        return 0
     if args.command == "bench":
         from tools.bench import run_bench
 

@@ -12,12 +12,14 @@ import asyncio
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from protocol.runlog import RunLog, log_path
 from worlds.arena import SENSING_MODES, ArenaError, load_arena
 from worlds.control import control_path
-from worlds.server import BindError, WorldServer, serve
-from worlds.sim import World
+
+if TYPE_CHECKING:  # the server pulls in PyBullet: keep `--help` light
+    from worlds.server import WorldServer
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROCESS = "world"
@@ -49,6 +51,9 @@ def _banner(server: WorldServer) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from worlds.server import BindError, serve
+    from worlds.sim import World
+
     if args.duration is not None and not args.duration > 0:
         _error(f"--duration must be positive, got {args.duration}")
         return EXIT_USAGE
