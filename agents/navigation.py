@@ -172,9 +172,9 @@ class TrackView:
 class NavParams:
     """Tuning of :class:`Navigator` (metres, seconds, radians)."""
 
-    v_max: float = 0.3
-    omega_max: float = 1.5
-    search_turn_rate: float = 0.5
+    v_max: float = 0.5
+    omega_max: float = 3.0
+    search_turn_rate: float = 2.0
     """Turn rate on the spot while there is no pose, rad/s (positive: counter-clockwise)."""
     heading_gain: float = 2.0
     """omega = heading_gain · heading error, clipped to omega_max."""

@@ -1,0 +1,82 @@
+"""Between the controller session and the core: telemetry in, decisions out (sans-IO).
+
+- Each new telemetry object becomes a :class:`CarUpdate`: the duties the car
+  applies, its gyro rate, and, in simulation, the synthetic observation as an
+  :class:`~agents.observations.ObservationBatch` stamped through the car clock.
+- Each wheel decision goes to the session under one explicit policy: while
+  the car cannot be armed the session is handed neutral, so that when it can
+  be armed again the agent's next motion is a fresh neutral-to-motion gesture.
+  A fault still consumes the gesture (the session's rule); this policy is what
+  lets an autonomous agent re-arm by itself after, say, a car reboot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.observations import ObservationBatch
+from agents.sim_obs import SimObsError, parse_sim, to_batch
+from protocol.errors import RejectCounters
+from protocol.mz01.session import ControllerSession, SessionState
+from protocol.mz01.telemetry import Telemetry
+
+
+@dataclass(frozen=True)
+class CarUpdate:
+    received_at: float
+    telemetry: Telemetry
+    duty: tuple[float, float]
+    gyro_z: float | None
+    batch: ObservationBatch | None
+
+
+class CarAdapter:
+    """Wraps one :class:`ControllerSession`; see the module docstring."""
+
+    def __init__(self, session: ControllerSession) -> None:
+        self.session = session
+        self.rejects = RejectCounters()
+        self._seen: Telemetry | None = None
+        self._last_obs: tuple[int, int] | None = None  # (boot, obs_ms)
+
+    def receive_datagram(self, data: bytes, port: int, now: float) -> CarUpdate | None:
+        """Feed a datagram from the car; return an update when it was new telemetry."""
+        self.session.receive_datagram(data, port, now)
+        t = self.session.telemetry
+        if t is None or t is self._seen:
+            return None
+        self._seen = t
+        return CarUpdate(now, t, t.duty, t.gyro_z, self._observation(t, now))
+
+    def _observation(self, t: Telemetry, now: float) -> ObservationBatch | None:
+        if t.sim is None or "obs_ms" not in t.sim:
+            return None
+        try:
+            obs = parse_sim(t.sim)
+        except SimObsError as exc:
+            self.rejects.count(f"sim_{exc.reason}")
+            return None
+        key = (t.boot, obs.obs_ms)
+        if self._last_obs is not None and self._last_obs[0] == t.boot and key <= self._last_obs:
+            return None  # the same observation again (telemetry outpaces the sensor)
+        self._last_obs = key
+        session = self.session
+
+        def car_to_local(uptime_s: float) -> float:
+            mapped = session.car_to_local(uptime_s, now)
+            assert mapped is not None
+            return mapped
+
+        synced = session.synchronized_at_time(now)
+        try:
+            return to_batch(obs, now, car_to_local if synced else None)
+        except SimObsError as exc:
+            self.rejects.count(f"sim_{exc.reason}")
+            return None
+
+    def set_decision(self, left: float, right: float, now: float) -> None:
+        s = self.session
+        if s.state in (SessionState.ARMING, SessionState.DRIVING) or s.armable_at_time(now):
+            s.set_decision(left, right, now)
+        else:
+            s.set_decision(0.0, 0.0, now)

@@ -1,0 +1,647 @@
+"""AgentCore: one robot's mind, with no IO.
+
+Inputs are method calls carrying ``now`` (the agent's monotonic clock):
+decoded swarm messages, the car's applied duties and gyro, observation
+batches, peer discoveries, and the 10 Hz :meth:`AgentCore.tick`. Outputs are
+collected and drained with :meth:`AgentCore.take_outputs`: swarm messages to
+send (broadcast or to one peer), the newest wheel decision, and log records.
+
+The core owns the belief grid, the track, the reputation table, the peer
+table with each peer's clock offset, the localizer and the navigator. It is
+deterministic: the same inputs at the same times give the same outputs bit
+for bit (no random numbers, no clock reads, ordered iteration only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agents.belief import (
+    CellBlock,
+    Footprint,
+    FusionRule,
+    GridParams,
+    PheromoneGrid,
+    PositionClaim,
+    ReputationParams,
+    ReputationTable,
+    TrackFilter,
+    TrackParams,
+)
+from agents.belief import Detection as GridDetection
+from agents.belief.track import cv_predict
+from agents.drive_model import DriveModel
+from agents.localization import LocalizerParams, PoseEKF
+from agents.navigation import BeliefView, NavDecision, Navigator, NavParams, Room, TrackView
+from agents.observations import ObservationBatch
+from protocol.clock import ClockOffsetEstimator, NoClockSample
+from protocol.errors import RejectCounters
+from protocol.swarm import (
+    Body,
+    Bye,
+    Heartbeat,
+    Message,
+    Mode,
+    Patch,
+    Ping,
+    Pong,
+    Snapshot,
+    Track,
+    from_upper_triangle,
+    upper_triangle,
+)
+
+Address = tuple[str, int]
+FUSION_NONE = "none"  # a fusion setting: share nothing received (the no-sharing baseline)
+MAX_PENDING_CHUNKS = 64  # cell messages held per peer while its clock is not yet mapped
+PENDING_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Message and decision rates, Hz (validated)."""
+
+    tick: float = 10.0
+    heartbeat: float = 1.0
+    patch: float = 2.0
+    track: float = 5.0
+    track_burst: float = 20.0  # a new detection is sent at once, at most this often
+    ping: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name, lo, hi in (
+            ("tick", 2.0, 50.0),
+            ("heartbeat", 0.1, 10.0),
+            ("patch", 0.1, 20.0),
+            ("track", 0.5, 50.0),
+            ("track_burst", 1.0, 100.0),
+            ("ping", 0.1, 10.0),
+        ):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and lo <= value <= hi):
+                raise ValueError(f"rate {name} must be in {lo:g}..{hi:g} Hz, got {value}")
+
+
+@dataclass(frozen=True)
+class Sensing:
+    """What the camera sees: used for the footprint of negative evidence."""
+
+    range: float = 3.0
+    fov: float = math.radians(62.0)
+    min_range: float = 0.15
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    name: str
+    room: Room
+    landmarks: Mapping[int, tuple[float, float]]
+    target_tag: int
+    drive: DriveModel = field(default_factory=DriveModel)
+    sensing: Sensing = field(default_factory=Sensing)
+    grid: GridParams = field(default_factory=GridParams)
+    track: TrackParams = field(default_factory=TrackParams)
+    reputation: ReputationParams = field(default_factory=ReputationParams)
+    localizer: LocalizerParams = field(default_factory=LocalizerParams)
+    nav: NavParams = field(default_factory=NavParams)
+    rates: Rates = field(default_factory=Rates)
+    fusion: str = FusionRule.CI.value  # "ci", "naive", "max_confidence" or "none"
+    use_reputation: bool = True
+    peer_lost_after: float = 3.0
+    patch_max_cells: int = 140
+    track_confident_uncertainty: float = 0.25  # trace(P)/4, m² and (m/s)² mixed, as the seed
+    track_max_age: float = 3.0  # a track not updated for this long is not pursued
+
+    def __post_init__(self) -> None:
+        if self.fusion not in {*(r.value for r in FusionRule), FUSION_NONE}:
+            raise ValueError(f"unknown fusion rule {self.fusion!r}")
+        if not 0.5 <= self.peer_lost_after <= 60.0:
+            raise ValueError("peer_lost_after must be in 0.5..60 s")
+        if not 1 <= self.patch_max_cells <= 4096:
+            raise ValueError("patch_max_cells must be in 1..4096")
+
+
+@dataclass(frozen=True)
+class OutPatch:
+    """Cells to broadcast as PATCH datagrams (the driver chunks them)."""
+
+    cells: CellBlock
+    t_ref: float
+
+
+@dataclass(frozen=True)
+class OutSnapshot:
+    """The whole window for one peer, as SNAPSHOT datagrams."""
+
+    cells: CellBlock
+    snapshot_id: int
+    origin: tuple[int, int]
+    width: int
+    height: int
+    t_ref: float
+
+
+Outgoing = Body | OutPatch | OutSnapshot
+
+
+@dataclass(frozen=True)
+class Send:
+    """One message to send: ``to`` is None for a broadcast, else a peer's address."""
+
+    to: Address | None
+    body: Outgoing
+
+
+@dataclass(frozen=True)
+class Record:
+    event: str
+    fields: dict[str, Any]
+
+
+@dataclass
+class Outputs:
+    sends: list[Send] = field(default_factory=list)
+    decision: NavDecision | None = None
+    records: list[Record] = field(default_factory=list)
+
+
+@dataclass
+class Peer:
+    name: str
+    epoch: int
+    addr: Address
+    first_heard: float
+    last_heard: float
+    clock: ClockOffsetEstimator = field(default_factory=ClockOffsetEstimator)
+    lost: bool = False
+    position: tuple[float, float] | None = None
+    position_at: float = -math.inf
+    track: tuple[np.ndarray, np.ndarray, float] | None = None  # x, P, t on our clock
+    pings: dict[int, float] = field(default_factory=dict)
+    pending: list[tuple[float, Patch | Snapshot]] = field(default_factory=list)
+    next_ping_id: int = 1
+    next_ping: float = -math.inf
+
+
+def _due(now: float, next_at: float, period: float) -> tuple[bool, float]:
+    """Whether a periodic action is due, and its next time (cadence kept, no bursts)."""
+    if now < next_at:
+        return False, next_at
+    return True, max(next_at + period, now)
+
+
+class AgentCore:
+    """The pure agent; see the module docstring."""
+
+    def __init__(self, config: AgentConfig, t0: float) -> None:
+        self.config = config
+        c = config
+        self.grid = PheromoneGrid(c.grid, x=c.room.width / 2, y=c.room.height / 2)
+        self.track = TrackFilter(c.track)
+        self.reputation = ReputationTable(c.reputation)
+        self.localizer = PoseEKF(c.landmarks, drive=c.drive, params=c.localizer, t0=t0)
+        self.navigator = Navigator(drive=c.drive, params=c.nav)
+        self.peers: dict[str, Peer] = {}
+        self.counters = RejectCounters()
+        self.stats: dict[str, int] = {
+            "detections": 0,
+            "cells_fused": 0,
+            "tracks_fused": 0,
+            "snapshots_sent": 0,
+        }
+        self._out = Outputs()
+        self._t_tick: float | None = None
+        self._duty = (0.0, 0.0)
+        self._gyro: float | None = None
+        self._next = {"heartbeat": t0, "patch": t0, "track": t0, "belief_log": t0}
+        self._last_track_sent = -math.inf
+        self._track_dirty = False
+        self._last_detection_at = -math.inf
+        self._snapshot_id = 0
+        self._pose_had = False
+
+    # ---------------------------------------------------------------- inputs
+
+    def on_car_status(
+        self, now: float, duty_left: float, duty_right: float, gyro_z: float | None
+    ) -> None:
+        """The duties the car applies now and its gyro rate: the localizer's inputs."""
+        self._advance_localizer(now)
+        self._duty, self._gyro = (float(duty_left), float(duty_right)), gyro_z
+
+    def on_observations(self, batch: ObservationBatch, now: float) -> None:
+        """A sensor frame: wall tags localize, the target becomes a detection."""
+        self._advance_localizer(max(now, batch.t_capture))
+        result = self.localizer.update_batch(batch)
+        record: dict[str, Any] = {
+            "t_capture": batch.t_capture,
+            "applied": result.applied,
+            "reason": result.reason,
+            "tags": len(batch.tags),
+            "target": batch.target is not None,
+        }
+        if result.initialized:
+            record["initialized"] = True
+        self._emit("observation", record)
+        if not result.applied:
+            return
+        at = self.localizer.pose_at(batch.t_capture)
+        detections: list[GridDetection] = []
+        det = result.detection
+        if det is not None:
+            self.stats["detections"] += 1
+            self._last_detection_at = det.t
+            detections.append(GridDetection(det.x, det.y, det.cov))
+            upd = self.track.update_position((det.x, det.y), det.cov, det.t)
+            if upd.accepted:
+                self._track_dirty = True
+            self._emit(
+                "detection",
+                {
+                    "t_det": det.t,
+                    "x": det.x,
+                    "y": det.y,
+                    "cov": det.cov,
+                    "accepted": upd.accepted,
+                    "reason": str(upd.reason),
+                },
+            )
+            self._maybe_send_track(now)
+        if at is not None:
+            (px, py, ptheta), _ = at[0], at[1]
+            s = self.config.sensing
+            footprint = Footprint(px, py, ptheta, s.range, s.fov, s.min_range)
+            self.grid.deposit(footprint, detections)
+
+    def on_peer_discovered(self, name: str, addr: Address, epoch: int, now: float) -> None:
+        """Discovery (mDNS or a static list) names a peer before it speaks."""
+        if name != self.config.name:
+            self._touch_peer(name, epoch, addr, now, heard=False)
+
+    def on_message(self, msg: Message, src: Address, now: float) -> None:
+        """A swarm message that passed every check of the decoder."""
+        if msg.sender == self.config.name:
+            return  # our own broadcast, looped back
+        peer = self._touch_peer(msg.sender, msg.epoch, src, now, heard=True)
+        body = msg.body
+        if isinstance(body, Ping):
+            self._send(src, Pong(body.ping_id, msg.t_sent, now, now))
+        elif isinstance(body, Pong):
+            t1 = peer.pings.pop(body.ping_id, None)
+            if t1 is None or t1 != body.t1:
+                self.counters.count("unknown_pong")
+            elif not peer.clock.add_sample(t1, body.t2, body.t3, now):
+                self.counters.count("clock_sample_rejected")
+            elif peer.pending and peer.clock.synchronized_at_time(now):
+                held, peer.pending = peer.pending, []
+                for received, cells_body in held:
+                    if now - received <= PENDING_TIMEOUT:
+                        self._fuse_cells(peer, cells_body, now)
+                    else:
+                        self.counters.count("held_cells_expired")
+        elif isinstance(body, Heartbeat):
+            peer.position, peer.position_at = (body.x, body.y), now
+        elif isinstance(body, Patch | Snapshot):
+            self._fuse_cells(peer, body, now)
+        elif isinstance(body, Track):
+            self._on_peer_track(peer, body, now)
+        elif isinstance(body, Bye):
+            peer.lost = True
+            self._emit("peer_bye", {"peer": peer.name, "reason": body.reason})
+
+    def tick(self, now: float) -> None:
+        """The 10 Hz beat: belief step, decision, periodic messages, peer liveness."""
+        dt = 0.0 if self._t_tick is None else max(0.0, now - self._t_tick)
+        self._t_tick = now
+        self._advance_localizer(now)
+        pose = self.localizer.pose
+        if pose is not None:
+            self.grid.slide_to(pose[0], pose[1])
+        if pose is not None and not self._pose_had:
+            self._emit("pose_acquired", {"x": pose[0], "y": pose[1], "theta": pose[2]})
+        elif pose is None and self._pose_had:
+            self._emit("pose_lost", {"reason": self.localizer.lost_reason})
+        self._pose_had = pose is not None
+        self.grid.predict(dt)
+        self.grid.decay(dt)
+        if self.track.initialised:
+            self.track.predict_to(max(now, self.track.time))
+            peak = self.grid.peak()
+            if self.track.update_from_grid_peak(peak, now).accepted:
+                self._track_dirty = True
+        self._decide(now, pose)
+        self._periodic(now)
+        self._check_peers(now)
+
+    # ---------------------------------------------------------------- outputs
+
+    def take_outputs(self) -> Outputs:
+        out, self._out = self._out, Outputs()
+        return out
+
+    def track_confident(self, now: float) -> bool:
+        t = self.track
+        return (
+            t.initialised
+            and t.uncertainty <= self.config.track_confident_uncertainty
+            and now - t.time <= self.config.track_max_age
+        )
+
+    def belief_digest(self) -> str:
+        """SHA-256 of the exact belief state (grid and track): replay compares these."""
+        h = hashlib.sha256()
+        h.update(np.ascontiguousarray(self.grid.mu).tobytes())
+        h.update(np.ascontiguousarray(self.grid.var).tobytes())
+        h.update(np.asarray(self.grid.origin, dtype=np.int64).tobytes())
+        if self.track.initialised:
+            h.update(self.track.state.tobytes())
+            h.update(self.track.covariance.tobytes())
+        return h.hexdigest()
+
+    # ---------------------------------------------------------------- internals
+
+    def _emit(self, event: str, fields: dict[str, Any]) -> None:
+        self._out.records.append(Record(event, fields))
+
+    def _send(self, to: Address | None, body: Outgoing) -> None:
+        self._out.sends.append(Send(to, body))
+
+    def _advance_localizer(self, t: float) -> None:
+        if t > self.localizer.t:
+            self.localizer.predict_to(t, self._duty[0], self._duty[1], self._gyro)
+
+    def _touch_peer(
+        self, name: str, epoch: int, addr: Address, now: float, *, heard: bool
+    ) -> Peer:
+        peer = self.peers.get(name)
+        if peer is None or peer.epoch != epoch:
+            why = "new_peer" if peer is None else "new_epoch"
+            peer = Peer(name, epoch, addr, now, now if heard else -math.inf)
+            self.peers[name] = peer
+            self._emit("peer_joined", {"peer": name, "epoch": epoch, "addr": addr, "why": why})
+            self._send_snapshot(peer, now)
+        if heard:
+            if peer.lost:
+                self._emit("peer_returned", {"peer": name, "silent": now - peer.last_heard})
+            peer.lost = False
+            peer.last_heard = now
+            peer.addr = addr
+        return peer
+
+    def _send_snapshot(self, peer: Peer, now: float) -> None:
+        self._snapshot_id = (self._snapshot_id + 1) & 0xFFFF_FFFF
+        g = self.grid
+        height, width = g.shape
+        self._send(
+            peer.addr,
+            OutSnapshot(g.snapshot(), self._snapshot_id, g.origin, width, height, now),
+        )
+        self.stats["snapshots_sent"] += 1
+
+    def _peer_time(self, peer: Peer, t_remote: float, now: float) -> tuple[float, float] | None:
+        """A peer-clock time on our clock, with the mapping's uncertainty; None unsynced."""
+        if not peer.clock.synchronized_at_time(now):
+            return None
+        try:
+            return peer.clock.remote_to_local(t_remote, now), peer.clock.uncertainty_at_time(now)
+        except NoClockSample:
+            return None
+
+    def _fusion_weight(self, peer: Peer) -> float | None:
+        """The covariance inflation for this peer, or None when it must not be fused."""
+        if self.config.fusion == FUSION_NONE:
+            return None
+        if not self.config.use_reputation:
+            return 1.0
+        if not self.reputation.fusable(peer.name):
+            return None
+        return self.reputation.inflation(peer.name)
+
+    def _fuse_cells(self, peer: Peer, body: Patch | Snapshot, now: float) -> None:
+        kind = "snapshot" if isinstance(body, Snapshot) else "patch"
+        if abs(body.cell_size_mm / 1000.0 - self.config.grid.cell_size) > 1e-9:
+            self.counters.count(f"{kind}_wrong_lattice")
+            return
+        inflation = self._fusion_weight(peer)
+        if inflation is None:
+            self.counters.count(f"{kind}_not_fused")
+            return
+        mapped = self._peer_time(peer, body.t_ref, now)
+        if mapped is None:
+            # Held (bounded) until the peer's clock is mapped: a late joiner's snapshot
+            # usually arrives before the first PONG, and must not be lost.
+            if len(peer.pending) < MAX_PENDING_CHUNKS:
+                peer.pending.append((now, body))
+            else:
+                self.counters.count(f"{kind}_peer_clock_unsynced")
+            return
+        t_local, uncertainty = mapped
+        cells = body.cells
+        n = self.grid.fuse(
+            cells.ix,
+            cells.iy,
+            cells.mu.astype(np.float64),
+            cells.var.astype(np.float64),
+            age=now - t_local,
+            age_uncertainty=uncertainty,
+            rule=FusionRule(self.config.fusion),
+            inflation=inflation,
+        )
+        self.stats["cells_fused"] += n
+        self._emit(
+            f"fused_{kind}",
+            {"peer": peer.name, "cells": len(cells), "fused": n, "age": now - t_local},
+        )
+
+    def _on_peer_track(self, peer: Peer, body: Track, now: float) -> None:
+        mapped = self._peer_time(peer, body.t_ref, now)
+        if mapped is None:
+            self.counters.count("track_peer_clock_unsynced")
+            return
+        t_local, uncertainty = mapped
+        x = np.array(body.mean, dtype=np.float64)
+        P = from_upper_triangle(body.cov, 4)
+        # The clock's uncertainty becomes position uncertainty along the velocity.
+        P = P + uncertainty**2 * np.diag([x[2] ** 2, x[3] ** 2, 0.0, 0.0])
+        peer.track = (x, P, t_local)
+        verdict = None
+        if self.config.use_reputation:
+            verdict = self._reputation_check(peer, now)
+        inflation = self._fusion_weight(peer)
+        fused = False
+        if inflation is not None and bool(np.isfinite(P).all()):
+            self.track.fuse_peer(x, P, t_local, now, inflation=inflation)
+            self.stats["tracks_fused"] += 1
+            fused = True
+        self._emit(
+            "peer_track",
+            {
+                "peer": peer.name,
+                "t_ref": t_local,
+                "x": x,
+                "fused": fused,
+                "check": None if verdict is None else verdict.passed,
+                "score": self.reputation.score(peer.name),
+            },
+        )
+
+    def _claim_at(self, x: np.ndarray, P: np.ndarray, t: float, now: float) -> PositionClaim:
+        xp, Pp = cv_predict(x, P, now - t, self.config.track.accel_psd)
+        return PositionClaim.from_track(xp, Pp)
+
+    def _reputation_check(self, peer: Peer, now: float) -> Any:
+        assert peer.track is not None
+        claim = self._claim_at(*peer.track, now)
+        own = None
+        if self.track.initialised:
+            own = self._claim_at(self.track.state, self.track.covariance, self.track.time, now)
+        others = {
+            p.name: self._claim_at(*p.track, now)
+            for p in self._active_peers(now)
+            if p.name != peer.name and p.track is not None
+        }
+        return self.reputation.check(peer.name, claim, own, others)
+
+    def _active_peers(self, now: float) -> Iterable[Peer]:
+        return (self.peers[name] for name in sorted(self.peers) if not self.peers[name].lost)
+
+    def _maybe_send_track(self, now: float) -> None:
+        """A fresh detection goes out at once, rate-limited, not at the next periodic TRACK."""
+        if self._track_dirty and now - self._last_track_sent >= 1.0 / self.config.rates.track_burst:
+            self._send_track(now)
+
+    def _send_track(self, now: float) -> None:
+        t = self.track
+        if not t.initialised:
+            return
+        self._send(None, Track(tuple(t.state.tolist()), upper_triangle(t.covariance), t.time,
+                               t.update_count))
+        self._last_track_sent = now
+        self._track_dirty = False
+
+    def _decide(self, now: float, pose: tuple[float, float, float] | None) -> None:
+        g = self.grid
+        view = BeliefView(g.mu, g.var, g.xs, g.ys, self.config.grid.var_max)
+        track_view = None
+        if self.track.initialised:
+            x = self.track.state
+            track_view = TrackView(
+                float(x[0]), float(x[1]), float(x[2]), float(x[3]), self.track.time,
+                self.track_confident(now),
+            )
+        others = [
+            p.position
+            for p in self._active_peers(now)
+            if p.position is not None and now - p.position_at <= self.config.peer_lost_after
+        ]
+        decision = self.navigator.decide(
+            now, pose=pose, belief=view, track=track_view, others=others, room=self.config.room
+        )
+        self._out.decision = decision
+        self._emit(
+            "decision",
+            {
+                "mode": decision.mode.value,
+                "v": decision.v,
+                "omega": decision.omega,
+                "duty": (decision.duty_left, decision.duty_right),
+                "goal": decision.goal,
+            },
+        )
+
+    def _heartbeat(self, now: float) -> Heartbeat:
+        pose = self.localizer.pose
+        cov = self.localizer.cov
+        cov6: tuple[float, ...]
+        if pose is None or cov is None:
+            x, y, heading, mode = 0.0, 0.0, 0.0, Mode.LOST_POSE
+            cov6 = (1e6, 0.0, 0.0, 1e6, 0.0, 1e6)
+        else:
+            x, y, heading = pose
+            cov6 = upper_triangle(cov)
+            mode = Mode.TRACK if self.track_confident(now) else Mode.SEARCH
+        ox, oy = self.grid.origin
+        counters = tuple((k, min(v, 0xFFFF_FFFF)) for k, v in self.stats.items())
+        return Heartbeat(x, y, math.remainder(heading, 2 * math.pi), cov6, mode, ox, oy, counters)
+
+    def _periodic(self, now: float) -> None:
+        r = self.config.rates
+        due, self._next["heartbeat"] = _due(now, self._next["heartbeat"], 1.0 / r.heartbeat)
+        if due:
+            self._send(None, self._heartbeat(now))
+        due, self._next["track"] = _due(now, self._next["track"], 1.0 / r.track)
+        if due:
+            self._send_track(now)
+        else:
+            self._maybe_send_track(now)
+        due, self._next["patch"] = _due(now, self._next["patch"], 1.0 / r.patch)
+        if due:
+            cells = self.grid.select_patch(self.config.patch_max_cells)
+            if len(cells):
+                sent = CellBlock(
+                    cells.ix,
+                    cells.iy,
+                    cells.mu.astype(np.float16).astype(np.float64),
+                    cells.var.astype(np.float16).astype(np.float64),
+                )
+                self.grid.mark_sent(sent)
+                self._send(None, OutPatch(cells, now))
+        for peer in self._active_peers(now):
+            ping_due, peer.next_ping = _due(now, peer.next_ping, 1.0 / r.ping)
+            if ping_due:
+                ping_id = peer.next_ping_id
+                peer.next_ping_id = (ping_id % 0xFFFF_FFFF) + 1
+                peer.pings[ping_id] = now
+                while len(peer.pings) > 8:
+                    del peer.pings[next(iter(peer.pings))]
+                self._send(peer.addr, Ping(ping_id))
+        due, self._next["belief_log"] = _due(now, self._next["belief_log"], 1.0)
+        if due:
+            self._emit("belief", self._belief_record(now))
+
+    def _belief_record(self, now: float) -> dict[str, Any]:
+        g = self.grid
+        record: dict[str, Any] = {
+            "digest": self.belief_digest(),
+            "origin": g.origin,
+            "shape": g.shape,
+            "mu_f32": np.ascontiguousarray(g.mu, dtype=np.float32).tobytes(),
+            "var_f32": np.ascontiguousarray(g.var, dtype=np.float32).tobytes(),
+            "pose": self.localizer.pose,
+            "mean_var": g.mean_variance(),
+            "mass": g.total_mass(),
+            "peers": {
+                p.name: {
+                    "lost": p.lost,
+                    "score": self.reputation.score(p.name),
+                    "synced": p.clock.synchronized_at_time(now),
+                }
+                for p in (self.peers[n] for n in sorted(self.peers))
+            },
+            "counters": self.counters.as_dict(),
+        }
+        if self.track.initialised:
+            record["track"] = {
+                "t": self.track.time,
+                "x": self.track.state,
+                "P": self.track.covariance,
+                "uncertainty": self.track.uncertainty,
+                "updates": self.track.update_count,
+                "confident": self.track_confident(now),
+            }
+        return record
+
+    def _check_peers(self, now: float) -> None:
+        for name in sorted(self.peers):
+            peer = self.peers[name]
+            if not peer.lost and now - max(peer.last_heard, peer.first_heard) > (
+                self.config.peer_lost_after
+            ):
+                peer.lost = True
+                self._emit("peer_lost", {"peer": name, "silent": now - peer.last_heard})

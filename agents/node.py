@@ -1,0 +1,210 @@
+"""SwarmNode: AgentCore plus the swarm codec and the input log, still without IO.
+
+It decodes swarm datagrams (counting every rejection by reason), feeds the
+core, encodes what the core sends, and writes every core input to the run log
+with full precision, so that :func:`replay_inputs` can re-run the core on a
+recorded log and reproduce its belief bit for bit. Sockets, threads and
+timers live in :mod:`agents.runtime` (real time) and the lockstep runner
+(virtual time); both drive this same object.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agents.core import AgentCore, OutPatch, OutSnapshot, Send
+from agents.navigation import NavDecision
+from agents.observations import ObservationBatch, PoseFix, TagSighting
+from protocol.swarm import Message, SwarmReceiver, SwarmSender
+from protocol.swarm.codec import decode_payload
+from protocol.swarm.messages import MAC_LEN
+
+Address = tuple[str, int]
+LogFn = Callable[..., None]  # log(event, t=..., **fields), e.g. RunLog.log
+
+# Events that are inputs of the core, in the order they happened.
+INPUT_EVENTS = frozenset({"rx", "discovered", "car", "obs", "tick"})
+
+
+@dataclass(frozen=True)
+class Datagram:
+    to: Address | None  # None: broadcast
+    data: bytes
+    kind: str
+
+
+def _no_log(event: str, t: float | None = None, **fields: object) -> None:
+    return None
+
+
+def batch_to_fields(batch: ObservationBatch) -> dict[str, Any]:
+    def sighting(s: TagSighting | None) -> list[float] | None:
+        if s is None:
+            return None
+        return [s.tag_id, s.range, s.bearing, s.sigma_range, s.sigma_bearing]
+
+    fix = batch.pose_fix
+    return {
+        "t_capture": batch.t_capture,
+        "synchronized": batch.synchronized,
+        "tags": [sighting(s) for s in batch.tags],
+        "target": sighting(batch.target),
+        "pose_fix": None if fix is None else [fix.x, fix.y, fix.theta, np.asarray(fix.cov)],
+    }
+
+
+def batch_from_fields(f: dict[str, Any]) -> ObservationBatch:
+    def sighting(v: list[Any] | None) -> TagSighting | None:
+        return None if v is None else TagSighting(int(v[0]), v[1], v[2], v[3], v[4])
+
+    fix = f.get("pose_fix")
+    tags = tuple(s for s in (sighting(v) for v in f["tags"]) if s is not None)
+    return ObservationBatch(
+        t_capture=f["t_capture"],
+        synchronized=f["synchronized"],
+        tags=tags,
+        target=sighting(f["target"]),
+        pose_fix=None if fix is None else PoseFix(fix[0], fix[1], fix[2], np.asarray(fix[3])),
+    )
+
+
+class SwarmNode:
+    """One agent's swarm side: decode, feed the core, encode, log."""
+
+    def __init__(
+        self,
+        core: AgentCore,
+        key: bytes,
+        swarm_id: int,
+        epoch: int,
+        *,
+        limit: int = 1200,
+        log: LogFn = _no_log,
+    ) -> None:
+        self.core = core
+        self.name = core.config.name
+        self.epoch = epoch
+        self.sender = SwarmSender(key, swarm_id, self.name, epoch, limit=limit)
+        self.receiver = SwarmReceiver(key, swarm_id, limit=limit)
+        self.log = log
+        self.bytes_out = 0
+        self.datagrams_out = 0
+        self.bytes_in = 0
+        self.datagrams_in = 0
+        self._out: list[Datagram] = []
+        self.decision: NavDecision | None = None
+
+    # ------------------------------------------------------------ inputs
+
+    def receive_datagram(self, data: bytes, src: Address, now: float) -> Message | None:
+        self.datagrams_in += 1
+        self.bytes_in += len(data)
+        msg = self.receiver.receive_datagram(data, src, now)
+        if msg is None:
+            rejection = self.receiver.last_rejection
+            reason = rejection.reason if rejection else "unknown"
+            self.log("rx", t=now, src=src, raw=data, ok=False, reason=reason)
+            return None
+        if msg.sender == self.name:
+            return msg  # our own broadcast looped back: not an input
+        self.log("rx", t=now, src=src, raw=data, ok=True)
+        self.core.on_message(msg, src, now)
+        self._collect(now)
+        return msg
+
+    def discovered(self, name: str, addr: Address, epoch: int, now: float) -> None:
+        self.log("discovered", t=now, peer=name, addr=addr, epoch=epoch)
+        self.core.on_peer_discovered(name, addr, epoch, now)
+        self._collect(now)
+
+    def car_status(
+        self, now: float, duty: tuple[float, float], gyro_z: float | None
+    ) -> None:
+        self.log("car", t=now, duty=duty, gyro=gyro_z)
+        self.core.on_car_status(now, duty[0], duty[1], gyro_z)
+
+    def observations(self, batch: ObservationBatch, now: float) -> None:
+        self.log("obs", t=now, **batch_to_fields(batch))
+        self.core.on_observations(batch, now)
+        self._collect(now)
+
+    def tick(self, now: float) -> NavDecision | None:
+        self.log("tick", t=now)
+        self.core.tick(now)
+        self._collect(now)
+        return self.decision
+
+    # ------------------------------------------------------------ outputs
+
+    def datagrams(self) -> list[Datagram]:
+        out, self._out = self._out, []
+        return out
+
+    def _collect(self, now: float) -> None:
+        out = self.core.take_outputs()
+        if out.decision is not None:
+            self.decision = out.decision
+        for send in out.sends:
+            for data in self._encode(send, now):
+                kind = type(send.body).__name__.lower().removeprefix("out")
+                self._out.append(Datagram(send.to, data, kind))
+                self.bytes_out += len(data)
+                self.datagrams_out += 1
+                self.log("tx", t=now, to=send.to, kind=kind, raw=data)
+        for record in out.records:
+            self.log(record.event, t=now, **record.fields)
+
+    def _encode(self, send: Send, now: float) -> list[bytes]:
+        body = send.body
+        mm = round(self.core.config.grid.cell_size * 1000)
+        if isinstance(body, OutPatch):
+            c = body.cells
+            return self.sender.patch_datagrams(
+                c.ix, c.iy, c.mu, c.var, cell_size_mm=mm, t_ref=body.t_ref, now=now
+            )
+        if isinstance(body, OutSnapshot):
+            c = body.cells
+            return self.sender.snapshot_datagrams(
+                c.ix, c.iy, c.mu, c.var, snapshot_id=body.snapshot_id,
+                origin_ix=body.origin[0], origin_iy=body.origin[1], width=body.width,
+                height=body.height, cell_size_mm=mm, t_ref=body.t_ref, now=now,
+            )
+        return [self.sender.seal(body, now)]
+
+
+def replay_inputs(
+    core: AgentCore, lines: Iterable[dict[str, Any]], swarm_id: int
+) -> Iterator[tuple[float, str]]:
+    """Feed a recorded log's core inputs to ``core``; yield (t, digest) at each belief record.
+
+    ``lines`` are one agent's log lines in file order. Accepted datagrams are
+    re-decoded from their logged bytes (the MAC was checked when they arrived).
+    """
+    for line in lines:
+        event, t = line.get("event"), line.get("t")
+        if not isinstance(t, float | int):
+            continue
+        if event == "rx" and line.get("ok"):
+            raw = base64.b64decode(line["raw"])
+            msg = decode_payload(raw[:-MAC_LEN], swarm_id)
+            core.on_message(msg, (line["src"][0], line["src"][1]), t)
+        elif event == "discovered":
+            addr = (str(line["addr"][0]), int(line["addr"][1]))
+            core.on_peer_discovered(line["peer"], addr, line["epoch"], t)
+        elif event == "car":
+            core.on_car_status(t, line["duty"][0], line["duty"][1], line["gyro"])
+        elif event == "obs":
+            core.on_observations(batch_from_fields(line), t)
+        elif event == "tick":
+            core.tick(t)
+        else:
+            continue
+        for record in core.take_outputs().records:
+            if record.event == "belief":
+                yield t, record.fields["digest"]
+

@@ -1,0 +1,376 @@
+"""The agent process: thin drivers around the sans-IO pieces.
+
+Two threads, two event loops, two failure domains:
+
+- the **car link** thread runs the controller session (DRIVE at 30 Hz, clock
+  probes, telemetry timeout) and holds only the newest wheel decision, with
+  its 0.3 s lease; nothing on the swarm side can delay it;
+- the **main** thread runs the swarm sockets, discovery callbacks, the 10 Hz
+  core tick and the log, and hands each decision to the car thread.
+
+Time is ``time.monotonic()`` everywhere (``loop.time()`` is the same clock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import random
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agents.carlink.adapter import CarAdapter, CarUpdate
+from agents.carlink.lock import CarLock
+from agents.core import AgentConfig, AgentCore
+from agents.discovery import Discovery
+from agents.net import Interface, broadcast_socket, unicast_socket
+from agents.node import SwarmNode
+from protocol.mz01.session import (
+    COMMAND_PORT,
+    PROBE_PORT,
+    ControllerSession,
+    SessionConfig,
+    SessionState,
+)
+from protocol.runlog import RunLog, log_path
+from protocol.swarm import Bye, swarm_id_from_name
+
+Address = tuple[str, int]
+DEFAULT_SWARM_PORT = 47000
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_CAR, EXIT_LOCKED = 0, 1, 2, 3, 4
+
+
+class StartupError(RuntimeError):
+    """The agent cannot start; ``exit_code`` says why (see the EXIT_ constants)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    config: AgentConfig
+    car: str  # the car's IPv4 address
+    iface: Interface
+    key: bytes
+    swarm: str
+    run_dir: Path
+    swarm_port: int = DEFAULT_SWARM_PORT
+    static_peers: tuple[tuple[str, Address], ...] = ()
+    mdns: bool = True
+    limit: int = 1200
+    duration: float | None = None
+    car_timeout: float = 5.0
+    lock_dir: Path | None = None
+    epoch: int = field(default_factory=lambda: random.SystemRandom().randrange(1, 2**32))
+
+
+class _CarProtocol(asyncio.DatagramProtocol):
+    def __init__(self, link: CarLink) -> None:
+        self.link = link
+
+    def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
+        self.link.on_datagram(data, (str(addr[0]), int(addr[1])))
+
+    def error_received(self, exc: Exception) -> None:
+        self.link.log("car_socket_error", error=str(exc))
+
+
+class CarLink:
+    """The controller session on its own thread and event loop."""
+
+    def __init__(
+        self,
+        car: str,
+        bind: str,
+        log: RunLog,
+        on_update: Callable[[CarUpdate], None],
+        config: SessionConfig | None = None,
+    ) -> None:
+        self.car, self.bind, self._runlog = car, bind, log
+        self.on_update = on_update
+        self.session = ControllerSession(config)
+        self.adapter = CarAdapter(self.session)
+        self.connected = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._transport: asyncio.DatagramTransport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._thread = threading.Thread(target=self._main, name="car-link", daemon=True)
+        self._ready = threading.Event()
+        self._stopped = threading.Event()
+
+    def log(self, event: str, t: float | None = None, **fields: object) -> None:
+        self._runlog.log(event, t=t, **fields)
+
+    # -- called from other threads ---------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ready.wait(5.0)
+
+    def set_decision(self, left: float, right: float) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._set_decision, left, right)
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """STOP the car, close the session and the thread."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._close)
+        self._stopped.wait(timeout)
+        self._thread.join(timeout)
+
+    # -- the car thread -----------------------------------------------------------------
+
+    def _main(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._open())
+            self._ready.set()
+            loop.run_forever()
+        finally:
+            if self._transport is not None:
+                self._transport.close()
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.close()
+            self._stopped.set()
+
+    async def _open(self) -> None:
+        loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.setblocking(False)
+        sock.bind((self.bind, 0))
+        transport, _ = await loop.create_datagram_endpoint(lambda: _CarProtocol(self), sock=sock)
+        self._transport = transport
+        self._service()
+
+    def _now(self) -> float:
+        return time.monotonic()
+
+    def on_datagram(self, data: bytes, addr: Address) -> None:
+        if addr[0] != self.car or addr[1] not in (COMMAND_PORT, PROBE_PORT):
+            self.session.rejects.count("wrong_source")
+            return
+        now = self._now()
+        if addr[1] == COMMAND_PORT:
+            self.log("car_rx", t=now, raw=data)
+        update = self.adapter.receive_datagram(data, addr[1], now)
+        if update is not None:
+            self.connected.set()
+            self.on_update(update)
+        self._service()
+
+    def _set_decision(self, left: float, right: float) -> None:
+        self.adapter.set_decision(left, right, self._now())
+        self._service()
+
+    def _close(self) -> None:
+        now = self._now()
+        if self.session.state is not SessionState.CLOSED:
+            self.session.close(now)
+        self._flush(now)
+        if self._timer is not None:
+            self._timer.cancel()
+        assert self._loop is not None
+        self._loop.stop()
+
+    def _service(self) -> None:
+        """Run due timers, send what the session queued, re-arm the timer."""
+        now = self._now()
+        timer = self.session.get_timer()
+        if timer is not None and timer <= now:
+            self.session.handle_timer(now)
+        self._flush(now)
+        if self._timer is not None:
+            self._timer.cancel()
+        timer = self.session.get_timer()
+        if timer is not None and self._loop is not None:
+            self._timer = self._loop.call_at(max(timer, now), self._service)
+
+    def _flush(self, now: float) -> None:
+        for change in self.session.events():
+            self.log(
+                "car_session", t=change.t, old=change.old.value, new=change.new.value,
+                cause=change.event.value, reason=change.reason,
+            )
+        if self._transport is None:
+            return
+        for tx in self.session.datagrams_to_send():
+            self._transport.sendto(tx.data, (self.car, tx.port))
+            if tx.kind != "probe":
+                self.log("car_tx", t=now, kind=tx.kind, raw=tx.data)
+
+
+class _SwarmProtocol(asyncio.DatagramProtocol):
+    def __init__(self, runtime: AgentRuntime) -> None:
+        self.runtime = runtime
+
+    def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
+        self.runtime.on_swarm_datagram(data, (str(addr[0]), int(addr[1])))
+
+
+class AgentRuntime:
+    """One agent process; :meth:`run` until a signal, ``duration`` or a fatal error."""
+
+    def __init__(self, options: RuntimeOptions) -> None:
+        self.options = options
+        o = options
+        self.log = RunLog(log_path(o.run_dir, o.config.name), o.config.name, time.monotonic)
+        self.core = AgentCore(o.config, time.monotonic())
+        self.swarm_id = swarm_id_from_name(o.swarm)
+        self.node = SwarmNode(
+            self.core, o.key, self.swarm_id, o.epoch, limit=o.limit, log=self.log.log
+        )
+        self.lock = CarLock(o.car, o.lock_dir)
+        self.car: CarLink | None = None
+        self.discovery: Discovery | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tx: asyncio.DatagramTransport | None = None
+        self._rx: asyncio.DatagramTransport | None = None
+        self._stop: asyncio.Event | None = None
+
+    # ------------------------------------------------------------------ inputs
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def on_swarm_datagram(self, data: bytes, src: Address) -> None:
+        self.node.receive_datagram(data, src, self.now())
+        self._flush()
+
+    def _on_car_update(self, update: CarUpdate) -> None:  # car thread
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._car_update, update)
+
+    def _car_update(self, update: CarUpdate) -> None:
+        now = self.now()
+        self.node.car_status(now, update.duty, update.gyro_z)
+        if update.batch is not None:
+            self.node.observations(update.batch, now)
+        self._flush()
+
+    def _on_peer(self, name: str, addr: Address, epoch: int) -> None:  # zeroconf thread
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._discovered, name, addr, epoch)
+
+    def _discovered(self, name: str, addr: Address, epoch: int) -> None:
+        self.node.discovered(name, addr, epoch, self.now())
+        self._flush()
+
+    # ------------------------------------------------------------------ output
+
+    def _flush(self) -> None:
+        if self._tx is None:
+            return
+        bcast = (self.options.iface.broadcast, self.options.swarm_port)
+        for dg in self.node.datagrams():
+            self._tx.sendto(dg.data, dg.to if dg.to is not None else bcast)
+
+    # ------------------------------------------------------------------ running
+
+    async def _ticker(self) -> None:
+        assert self._stop is not None
+        period = 1.0 / self.options.config.rates.tick
+        next_at = self.now()
+        while not self._stop.is_set():
+            decision = self.node.tick(self.now())
+            if decision is not None and self.car is not None:
+                self.car.set_decision(decision.duty_left, decision.duty_right)
+            self._flush()
+            next_at += period
+            delay = next_at - self.now()
+            if delay < 0:  # fell behind: keep the cadence from now, never burst
+                next_at, delay = self.now(), 0.0
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=delay)
+
+    def _start_car(self) -> None:
+        o = self.options
+        try:
+            self.lock.acquire()
+        except Exception as exc:
+            raise StartupError(str(exc), EXIT_LOCKED) from None
+        self.car = CarLink(o.car, o.iface.address, self.log, self._on_car_update)
+        self.car.start()
+        if not self.car.connected.wait(o.car_timeout):
+            raise StartupError(
+                f"the car at {o.car} did not answer HELLO on UDP {COMMAND_PORT} within "
+                f"{o.car_timeout:g} s (is it powered, on this network, and is the address right?)",
+                EXIT_NO_CAR,
+            )
+
+    async def run(self) -> int:
+        o = self.options
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                self._loop.add_signal_handler(sig, self._stop.set)
+        self.log.log(
+            "start", name=o.config.name, swarm=o.swarm, swarm_id=self.swarm_id, epoch=o.epoch,
+            car=o.car, iface=o.iface.name, address=o.iface.address, broadcast=o.iface.broadcast,
+            port=o.swarm_port, fusion=o.config.fusion, reputation=o.config.use_reputation,
+            key_id=hashlib.sha256(o.key).hexdigest()[:12],
+        )
+        try:
+            await asyncio.to_thread(self._start_car)
+            tx_sock = unicast_socket(o.iface)
+            rx_sock = broadcast_socket(o.iface, o.swarm_port)
+            self._tx, _ = await self._loop.create_datagram_endpoint(
+                lambda: _SwarmProtocol(self), sock=tx_sock
+            )
+            self._rx, _ = await self._loop.create_datagram_endpoint(
+                lambda: _SwarmProtocol(self), sock=rx_sock
+            )
+            port = tx_sock.getsockname()[1]
+            self.log.log("listening", unicast=[o.iface.address, port], broadcast=o.swarm_port)
+            for name, addr in o.static_peers:
+                self._discovered(name, addr, 0)
+            if o.mdns:
+                self.discovery = Discovery(
+                    o.iface, name=o.config.name, swarm=o.swarm, epoch=o.epoch, port=port,
+                    on_peer=self._on_peer,
+                )
+                await asyncio.to_thread(self.discovery.start)
+            ticker = asyncio.create_task(self._ticker())
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), o.duration)
+            finally:
+                self._stop.set()
+                await ticker
+            return EXIT_OK
+        finally:
+            await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        if self._tx is not None:
+            bye = self.node.sender.seal(Bye("shutdown"), self.now())
+            self._tx.sendto(bye, (self.options.iface.broadcast, self.options.swarm_port))
+            self.log.log("tx", to=None, kind="bye", raw=bye)
+        if self.car is not None:
+            self.car.stop()
+        if self.discovery is not None:
+            await asyncio.to_thread(self.discovery.close)
+        for transport in (self._tx, self._rx):
+            if transport is not None:
+                transport.close()
+        self.lock.release()
+        self.log.log("stop", counters=self.node.receiver.counters.as_dict())
+        self.log.close()

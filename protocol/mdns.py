@@ -1,0 +1,79 @@
+"""The swarm's mDNS service record: type, instance name and TXT keys (sans-IO).
+
+Service type ``_stigmesh._udp.local.``; instance = the agent id; TXT keys
+``swarm`` (swarm name), ``epoch`` (decimal u32), ``v`` (protocol version) and
+``port`` (the agent's unicast UDP port). Parsing is strict: a record that is
+not one of ours raises :class:`AdError` with a named reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from protocol.errors import ProtocolError
+from protocol.swarm.messages import PROTOCOL_VERSION
+
+SERVICE_TYPE = "_stigmesh._udp.local."
+MAX_NAME_BYTES = 32
+
+
+class AdError(ProtocolError):
+    """A service record that cannot describe a stigmesh peer."""
+
+
+@dataclass(frozen=True)
+class PeerAd:
+    name: str
+    swarm: str
+    epoch: int
+    port: int
+    version: int
+
+
+def instance_name(agent: str) -> str:
+    return f"{agent}.{SERVICE_TYPE}"
+
+
+def agent_of(instance: str) -> str:
+    if not instance.endswith("." + SERVICE_TYPE):
+        raise AdError("wrong_type", instance)
+    return instance[: -len(SERVICE_TYPE) - 1]
+
+
+def txt_record(swarm: str, epoch: int, port: int) -> dict[str, str]:
+    return {"swarm": swarm, "epoch": str(epoch), "v": str(PROTOCOL_VERSION), "port": str(port)}
+
+
+def _text(props: Mapping[bytes, bytes | None], key: str) -> str:
+    raw = props.get(key.encode())
+    if raw is None:
+        raise AdError("missing_key", key)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise AdError("bad_value", key) from None
+
+
+def _uint(props: Mapping[bytes, bytes | None], key: str, top: int) -> int:
+    text = _text(props, key)
+    if not text.isdigit() or int(text) > top:
+        raise AdError("bad_value", f"{key}={text[:20]!r}")
+    return int(text)
+
+
+def parse_ad(instance: str, props: Mapping[bytes, bytes | None]) -> PeerAd:
+    """A peer from its instance name and TXT properties (as zeroconf gives them)."""
+    name = agent_of(instance)
+    if not 1 <= len(name.encode()) <= MAX_NAME_BYTES:
+        raise AdError("bad_name", name[:40])
+    version = _uint(props, "v", 255)
+    if version != PROTOCOL_VERSION:
+        raise AdError("bad_version", str(version))
+    return PeerAd(
+        name=name,
+        swarm=_text(props, "swarm"),
+        epoch=_uint(props, "epoch", 0xFFFF_FFFF),
+        port=_uint(props, "port", 0xFFFF),
+        version=version,
+    )
