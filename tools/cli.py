@@ -35,6 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agent_cmd.add_arguments(agent)
 
+    from tools import car_cmd
+
+    car = sub.add_parser(
+        "car",
+        help="bring-up and bench tools for one car (status, probe, stop, estop, drive)",
+        description=car_cmd.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    car_cmd.add_arguments(car)
+
     keygen = sub.add_parser("keygen", help="write a new random swarm key file")
     keygen.add_argument("path", type=Path, help="where to write the key (hex, mode 0600)")
 
@@ -59,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tools import agent_cmd
 
         return agent_cmd.main(args)
+    if args.command == "car":
+        from tools import car_cmd
+
+        return car_cmd.main(args)
     if args.command == "keygen":
         from tools.swarmkey import write_key
 

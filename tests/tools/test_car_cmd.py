@@ -1,0 +1,62 @@
+"""`stigmesh car` end to end: real processes, real sockets, the model served on loopback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.carserver import ModelCar, free_address
+
+
+def car(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tools.cli", "car", *args],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )
+
+
+@pytest.fixture
+def model_car():
+    with ModelCar(free_address(), robot_id=3) as served:
+        yield served
+
+
+def test_status_probe_drive_stop_estop_reset(model_car: ModelCar) -> None:
+    addr = model_car.address
+    status = car(addr, "status")
+    assert status.returncode == 0, status.stderr
+    assert "car 3: disarmed" in status.stdout and "boot b0071d00" in status.stdout
+
+    probe = car(addr, "probe", "--count", "4")
+    assert probe.returncode == 0, probe.stdout + probe.stderr
+    assert "synchronised: yes" in probe.stdout
+
+    drive = car(addr, "drive", "--left", "0.5", "--right", "-0.5", "--for", "0.6")
+    assert drive.returncode == 0, drive.stdout + drive.stderr
+    moved = [w for _, w in model_car.wheel_log if w != (0.0, 0.0)]
+    assert moved and moved[0] == pytest.approx((0.5, -0.5))
+    assert model_car.model.wheels == (0.0, 0.0) and not model_car.model.armed
+
+    estop = car(addr, "estop")
+    assert estop.returncode == 0 and "e-stop latched" in estop.stdout
+    refused = car(addr, "drive", "--left", "0.5", "--right", "0.5", "--for", "0.5")
+    assert refused.returncode == 1 and "e-stop latched" in refused.stdout
+    reset = car(addr, "reset-estop")
+    assert reset.returncode == 0 and "cleared" in reset.stdout
+    assert not model_car.model.estop
+    stop = car(addr, "stop")
+    assert stop.returncode == 0 and "stopped" in stop.stdout
+    assert model_car.model.reason == "stop"
+
+
+def test_an_absent_car_is_a_clear_error() -> None:
+    result = car(free_address(), "status", "--timeout", "0.5")
+    assert result.returncode == 3
+    assert "no telemetry from" in result.stderr and "4210" in result.stderr
+
+
+def test_bad_arguments_are_refused() -> None:
+    result = car("127.0.0.1", "drive", "--left", "2", "--right", "0", "--for", "1")
+    assert result.returncode == 2 and "--left must be in [-1, 1]" in result.stdout
