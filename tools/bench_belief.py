@@ -32,6 +32,7 @@ from agents.belief.fusion import FusionRule, ci_matrix
 from agents.belief.grid import Detection, Footprint, PheromoneGrid
 from agents.belief.params import GridParams
 from agents.belief.track import TrackFilter
+from protocol.swarm import SwarmReceiver, SwarmSender, patch_capacity, swarm_id_from_name
 
 TARGET_TICK_64_S = 80e-6
 TARGET_TICK_256_S = 1.5e-3
@@ -183,6 +184,75 @@ def _ci_case(reps: int, inner: int) -> dict[str, Any]:
     )
 
 
+TARGET_WIRE_S = 40e-6
+TARGET_BYTES_PER_CELL = 8.5
+
+
+def _full_patch() -> tuple[SwarmSender, SwarmReceiver, dict[str, Any]]:
+    """A sender and receiver, and the arrays of one full PATCH datagram's cells."""
+    key, swarm = b"bench-key-0123456789abcdef012345", swarm_id_from_name("bench")
+    sender = SwarmSender(key, swarm, "walnut", 0xDEADBEEF)
+    n = patch_capacity(cell_size_mm=100, t_ref=12.5, swarm_id=swarm, sender="walnut",
+                       epoch=0xDEADBEEF, t_sent=12.5)
+    rng = np.random.default_rng(3)
+    flat = rng.choice(64 * 64, size=n, replace=False)
+    cells = {
+        "ix": (flat % 64 - 32).astype(np.int16),
+        "iy": (flat // 64 - 32).astype(np.int16),
+        "mu": rng.random(n),
+        "var": rng.uniform(0.01, 1.0, n),
+    }
+    return sender, SwarmReceiver(key, swarm), cells
+
+
+def _wire_case(reps: int, inner: int) -> dict[str, Any]:
+    sender, receiver, c = _full_patch()
+    t = [100.0]
+
+    def round_trip() -> None:
+        t[0] += 1e-3
+        (data,) = sender.patch_datagrams(
+            c["ix"], c["iy"], c["mu"], c["var"], cell_size_mm=100, t_ref=t[0], now=t[0]
+        )
+        receiver.decode(data)  # MAC, structure, types, ranges, swarm id, replay window
+
+    def floor() -> None:
+        for a in c.values():
+            a.copy()
+
+    (data,) = sender.patch_datagrams(
+        c["ix"], c["iy"], c["mu"], c["var"], cell_size_mm=100, t_ref=1.0, now=1.0
+    )
+    case = _case(
+        "patch_datagram_encode_mac_decode",
+        round_trip,
+        floor,
+        reps=reps,
+        inner=inner,
+        target_s=TARGET_WIRE_S,
+        note=f"one full PATCH ({len(c['ix'])} cells, {len(data)} bytes): encode, HMAC, "
+        "verify, decode, validate; floor: numpy copy of the four cell arrays",
+    )
+    return case
+
+
+def _bytes_per_cell_case() -> dict[str, Any]:
+    sender, _, c = _full_patch()
+    (data,) = sender.patch_datagrams(
+        c["ix"], c["iy"], c["mu"], c["var"], cell_size_mm=100, t_ref=1.0, now=1.0
+    )
+    value = len(data) / len(c["ix"])
+    return {
+        "case": "bytes_per_cell",
+        "value": value,
+        "cells": len(c["ix"]),
+        "datagram_bytes": len(data),
+        "target": TARGET_BYTES_PER_CELL,
+        "meets_target": value <= TARGET_BYTES_PER_CELL,
+        "note": "a full PATCH datagram from sender 'walnut', envelope and MAC included",
+    }
+
+
 def run(quick: bool) -> list[dict[str, Any]]:
     """Run every case; ``quick`` uses few repetitions (a smoke test, not a measurement)."""
     reps = 3 if quick else 15
@@ -195,6 +265,8 @@ def run(quick: bool) -> list[dict[str, Any]]:
         _fuse_patch_case(reps, small),
         _track_case(reps, small),
         _ci_case(reps, small),
+        _wire_case(reps, small),
+        _bytes_per_cell_case(),
     ]
 
 

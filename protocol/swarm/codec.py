@@ -234,8 +234,12 @@ def _check_types(env: Any) -> Kind:
 
 
 def _body_with_cells(b: list[Any], build: Callable[[Cells], Patch | Snapshot]) -> Body:
-    build(_NO_CELLS)  # scalar fields first, in wire order
-    return build(Cells.from_bytes(b[-1]))
+    try:
+        cells = Cells.from_bytes(b[-1])
+    except FieldError:
+        build(_NO_CELLS)  # checks run in wire order: a bad scalar field is named first
+        raise
+    return build(cells)
 
 
 _NO_CELLS = Cells.empty()

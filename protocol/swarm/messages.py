@@ -9,6 +9,7 @@ of rules. Units: metres, radians, seconds on the sender's monotonic clock.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
@@ -100,6 +101,11 @@ def _int(name: str, value: object, lo: int, hi: int) -> int:
 def _text(name: str, value: object, min_bytes: int, max_bytes: int) -> str:
     if not isinstance(value, str):
         raise FieldError(RejectReason.BAD_TYPE, f"{name} must be a string")
+    return _checked_text(name, value, min_bytes, max_bytes)
+
+
+@functools.lru_cache(maxsize=256)  # the same few sender ids arrive in every datagram
+def _checked_text(name: str, value: str, min_bytes: int, max_bytes: int) -> str:
     try:
         n = len(value.encode("utf-8"))
     except UnicodeEncodeError as e:  # lone surrogates cannot be sent
