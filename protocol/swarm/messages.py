@@ -127,6 +127,15 @@ def _floats(name: str, value: object, n: int) -> tuple[float, ...]:
     return tuple(_float(f"{name}[{i}]", v) for i, v in enumerate(value))
 
 
+def _binary32(name: str, values: tuple[float, ...]) -> tuple[float, ...]:
+    """Round to float 32, as these fields travel (codec.F32Array); refuse what overflows."""
+    with np.errstate(over="ignore"):
+        f32 = np.asarray(values, dtype=np.float32)
+    if not np.isfinite(f32).all():
+        raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} does not fit float 32")
+    return tuple(float(v) for v in f32.tolist())
+
+
 def _covariance(name: str, value: object, dim: int) -> tuple[float, ...]:
     """An upper triangle (row-major) of a dim x dim covariance; diagonal must be >= 0."""
     tri = _floats(name, value, dim * (dim + 1) // 2)
@@ -194,7 +203,7 @@ class Heartbeat:
         if not -math.pi <= h <= math.pi:
             raise FieldError(RejectReason.OUT_OF_RANGE, f"heading {h} outside [-pi, pi]")
         _set(self, "heading", h)
-        _set(self, "cov", _covariance("cov", self.cov, 3))
+        _set(self, "cov", _binary32("cov", _covariance("cov", self.cov, 3)))
         _set(self, "mode", _mode(self.mode))
         _set(self, "origin_ix", _int("origin_ix", self.origin_ix, INT16_MIN, INT16_MAX))
         _set(self, "origin_iy", _int("origin_iy", self.origin_iy, INT16_MIN, INT16_MAX))
@@ -276,8 +285,8 @@ class Track:
     updates: int  # how many measurements the filter has fused, u32
 
     def __post_init__(self) -> None:
-        _set(self, "mean", _floats("mean", self.mean, 4))
-        _set(self, "cov", _covariance("cov", self.cov, 4))
+        _set(self, "mean", _binary32("mean", _floats("mean", self.mean, 4)))
+        _set(self, "cov", _binary32("cov", _covariance("cov", self.cov, 4)))
         _set(self, "t_ref", _float("t_ref", self.t_ref))
         _set(self, "updates", _int("updates", self.updates, 0, U32_MAX))
 

@@ -118,6 +118,7 @@ finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 u32 = st.integers(0, 2**32 - 1)
 i16 = st.integers(-(2**15), 2**15 - 1)
 nonneg = st.floats(0.0, 1e6)
+f32 = st.floats(-1e30, 1e30)  # covariances and the track mean travel as float 32
 printable = st.characters(min_codepoint=0x20, blacklist_categories=("Cs", "Cc"))
 name = st.text(printable, min_size=1, max_size=8)
 
@@ -128,7 +129,7 @@ def bodies(draw):
     t = draw(st.floats(-1e6, 1e6))
     if kind is Kind.HEARTBEAT:
         return Heartbeat(draw(finite), draw(finite), draw(st.floats(-math.pi, math.pi)),
-                         (draw(nonneg), draw(finite), draw(finite), draw(nonneg), draw(finite),
+                         (draw(nonneg), draw(f32), draw(f32), draw(nonneg), draw(f32),
                           draw(nonneg)),
                          draw(st.sampled_from(list(Mode))), draw(i16), draw(i16),
                          draw(st.dictionaries(name, u32, max_size=16)))
@@ -144,8 +145,8 @@ def bodies(draw):
         return Snapshot(draw(u32), 0, draw(st.integers(1, 65535)), 0, 0, 10, 64,
                         draw(st.integers(1, 65535)), t, c)
     if kind is Kind.TRACK:
-        cov = [draw(nonneg) if k in (0, 4, 7, 9) else draw(finite) for k in range(10)]
-        return Track(tuple(draw(finite) for _ in range(4)), tuple(cov), t, draw(u32))
+        cov = [draw(nonneg) if k in (0, 4, 7, 9) else draw(f32) for k in range(10)]
+        return Track(tuple(draw(f32) for _ in range(4)), tuple(cov), t, draw(u32))
     if kind is Kind.PING:
         return Ping(draw(u32))
     if kind is Kind.PONG:
@@ -168,7 +169,7 @@ def test_covariance_helpers_round_trip():
     assert tri == (4.0, 1.0, 0.5, 3.0, 0.2, 2.0)
     assert np.array_equal(from_upper_triangle(tri, 3), a)
     hb = Heartbeat(0.0, 0.0, 0.0, tri, Mode.SEARCH, 0, 0)
-    assert np.array_equal(hb.cov_matrix, a)
+    assert np.array_equal(hb.cov_matrix, a.astype(np.float32).astype(np.float64))
 
 
 def test_swarm_id_from_name_is_a_stable_u32():
