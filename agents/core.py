@@ -114,7 +114,7 @@ class AgentConfig:
     fusion: str = FusionRule.CI.value  # "ci", "naive", "max_confidence" or "none"
     use_reputation: bool = True
     peer_lost_after: float = 3.0
-    patch_max_cells: int = 140
+    patch_max_cells: int = 100  # one PATCH datagram of at most 100 cells at 2 Hz: ~1.7 KB/s
     track_confident_uncertainty: float = 0.25  # trace(P)/4, m² and (m/s)² mixed, as the seed
     track_max_age: float = 3.0  # a track not updated for this long is not pursued
 

@@ -45,6 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     car_cmd.add_arguments(car)
 
+    from tools import demo
+
+    demo_p = sub.add_parser(
+        "demo",
+        help="the main job: a world, N agents as separate processes, a live view, a summary",
+        description=demo.__doc__,
+    )
+    demo.add_arguments(demo_p)
+
     keygen = sub.add_parser("keygen", help="write a new random swarm key file")
     keygen.add_argument("path", type=Path, help="where to write the key (hex, mode 0600)")
 
@@ -73,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tools import car_cmd
 
         return car_cmd.main(args)
+    if args.command == "demo":
+        from tools import demo
+
+        return demo.main(args)
     if args.command == "keygen":
         from tools.swarmkey import write_key
 
