@@ -37,5 +37,10 @@ test: lint typecheck pytest firmware-test firmware-cross
 bench: venv
 	$(BIN)/stigmesh bench all --json
 
+# The main job: a world with two cars and a moving target, two agents as separate
+# processes, a live view, then the summary (logs under runs/).
+demo: venv
+	$(BIN)/stigmesh demo
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

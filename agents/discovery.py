@@ -12,13 +12,24 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from zeroconf import IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
+from zeroconf import (
+    IPVersion,
+    NonUniqueNameException,
+    ServiceBrowser,
+    ServiceInfo,
+    ServiceStateChange,
+    Zeroconf,
+)
 
 from agents.net import Interface
 from protocol.errors import RejectCounters
 from protocol.mdns import SERVICE_TYPE, AdError, instance_name, parse_ad, txt_record
 
 OnPeer = Callable[[str, tuple[str, int], int], None]  # name, unicast address, epoch
+
+
+class DuplicateAgentError(RuntimeError):
+    """Another agent of this swarm already announces the same name."""
 
 
 class Discovery:
@@ -37,15 +48,22 @@ class Discovery:
         self._zc = Zeroconf(interfaces=[iface.address], ip_version=IPVersion.V4Only)
         self._info = ServiceInfo(
             SERVICE_TYPE,
-            instance_name(name),
+            instance_name(name, swarm),
             addresses=[socket.inet_aton(iface.address)],
             port=port,
-            properties=txt_record(swarm, epoch, port),
+            properties=txt_record(name, swarm, epoch, port),
         )
         self._browser: ServiceBrowser | None = None
 
     def start(self) -> None:
-        self._zc.register_service(self._info, allow_name_change=False)
+        try:
+            self._zc.register_service(self._info, allow_name_change=False)
+        except NonUniqueNameException:
+            self._zc.close()
+            raise DuplicateAgentError(
+                f"an agent named {self.name!r} already runs in swarm {self.swarm!r} on this "
+                "network; agent names must be unique within a swarm"
+            ) from None
         self._browser = ServiceBrowser(self._zc, SERVICE_TYPE, handlers=[self._changed])
 
     def _changed(self, **kw: Any) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from agents.carlink.adapter import CarAdapter, CarUpdate
 from agents.carlink.lock import CarLock
 from agents.core import AgentConfig, AgentCore
-from agents.discovery import Discovery
+from agents.discovery import Discovery, DuplicateAgentError
 from agents.net import Interface, broadcast_socket, unicast_socket
 from agents.node import SwarmNode
 from protocol.mz01.session import (
@@ -342,13 +342,21 @@ class AgentRuntime:
             self.log.log("listening", unicast=[o.iface.address, port], broadcast=o.swarm_port)
             for name, addr in o.static_peers:
                 self._discovered(name, addr, 0)
+            # Tick (and so PING peers) from now on; mDNS registration probes the
+            # network for about a second and must not hold that up.
+            ticker = asyncio.create_task(self._ticker())
             if o.mdns:
                 self.discovery = Discovery(
                     o.iface, name=o.config.name, swarm=o.swarm, epoch=o.epoch, port=port,
                     on_peer=self._on_peer,
                 )
-                await asyncio.to_thread(self.discovery.start)
-            ticker = asyncio.create_task(self._ticker())
+                try:
+                    await asyncio.to_thread(self.discovery.start)
+                except DuplicateAgentError as exc:
+                    self.discovery = None
+                    self._stop.set()
+                    await ticker
+                    raise StartupError(str(exc), EXIT_USAGE) from None
             try:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), o.duration)

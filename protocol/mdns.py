@@ -1,9 +1,12 @@
 """The swarm's mDNS service record: type, instance name and TXT keys (sans-IO).
 
-Service type ``_stigmesh._udp.local.``; instance = the agent id; TXT keys
-``swarm`` (swarm name), ``epoch`` (decimal u32), ``v`` (protocol version) and
-``port`` (the agent's unicast UDP port). Parsing is strict: a record that is
-not one of ours raises :class:`AdError` with a named reason.
+Service type ``_stigmesh._udp.local.``; instance ``AGENT [SWARM]``; TXT keys
+``id`` (the agent id), ``swarm`` (swarm name), ``epoch`` (decimal u32), ``v``
+(protocol version) and ``port`` (the agent's unicast UDP port). The design
+named the instance after the agent alone; with the swarm in it, two swarms on
+one LAN may both have a "walnut" (mDNS instance names must be unique).
+Parsing is strict: a record that is not one of ours raises :class:`AdError`
+with a named reason.
 """
 
 from __future__ import annotations
@@ -31,18 +34,18 @@ class PeerAd:
     version: int
 
 
-def instance_name(agent: str) -> str:
-    return f"{agent}.{SERVICE_TYPE}"
+def instance_name(agent: str, swarm: str) -> str:
+    return f"{agent} [{swarm}].{SERVICE_TYPE}"
 
 
-def agent_of(instance: str) -> str:
-    if not instance.endswith("." + SERVICE_TYPE):
-        raise AdError("wrong_type", instance)
-    return instance[: -len(SERVICE_TYPE) - 1]
-
-
-def txt_record(swarm: str, epoch: int, port: int) -> dict[str, str]:
-    return {"swarm": swarm, "epoch": str(epoch), "v": str(PROTOCOL_VERSION), "port": str(port)}
+def txt_record(agent: str, swarm: str, epoch: int, port: int) -> dict[str, str]:
+    return {
+        "id": agent,
+        "swarm": swarm,
+        "epoch": str(epoch),
+        "v": str(PROTOCOL_VERSION),
+        "port": str(port),
+    }
 
 
 def _text(props: Mapping[bytes, bytes | None], key: str) -> str:
@@ -64,7 +67,9 @@ def _uint(props: Mapping[bytes, bytes | None], key: str, top: int) -> int:
 
 def parse_ad(instance: str, props: Mapping[bytes, bytes | None]) -> PeerAd:
     """A peer from its instance name and TXT properties (as zeroconf gives them)."""
-    name = agent_of(instance)
+    if not instance.endswith("." + SERVICE_TYPE):
+        raise AdError("wrong_type", instance)
+    name = _text(props, "id")
     if not 1 <= len(name.encode()) <= MAX_NAME_BYTES:
         raise AdError("bad_name", name[:40])
     version = _uint(props, "v", 255)
