@@ -1,0 +1,52 @@
+"""Beliefs move only through datagrams: a robot that can never see the target tracks it
+from its peer's messages alone (real processes; a partition blocks hazel's view)."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from protocol.runlog import read_run_log
+from tests.system.conftest import make_swarm, private_swarm_args
+
+pytestmark = pytest.mark.slow
+ARENA = Path(__file__).parent / "arenas" / "partition.toml"
+
+
+def test_the_blind_robot_tracks_the_target_through_fused_messages(tmp_path: Path) -> None:
+    swarm = make_swarm(tmp_path, ARENA)
+    args = private_swarm_args()
+    try:
+        swarm.start_world(duration=40)
+        swarm.start_agent("walnut", duration=25, extra=args)
+        swarm.start_agent("hazel", duration=25, extra=args)
+        for name in ("walnut", "hazel"):
+            assert swarm.procs[name].popen.wait(timeout=45) == 0, swarm.procs[name].tail()
+    finally:
+        swarm.stop_all()
+    run = swarm.run_dir
+    truth_t, truth_xy = [], []
+    for line in read_run_log(run / "world.jsonl"):
+        if line["event"] == "truth":
+            truth_t.append(line["t"])
+            truth_xy.append((line["target"]["x"], line["target"]["y"]))
+    hazel = list(read_run_log(run / "hazel.jsonl"))
+    walnut = list(read_run_log(run / "walnut.jsonl"))
+    assert not [line for line in hazel if line["event"] == "detection"], "hazel saw it"
+    assert [line for line in walnut if line["event"] == "detection"]
+    fused = [line for line in hazel if line["event"] == "peer_track" and line["fused"]]
+    start = next(line["t"] for line in hazel if line["event"] == "start")
+    errors = []
+    for b in hazel:
+        if b["event"] == "belief" and "track" in b and b["t"] > start + 10:
+            t, (x, y) = b["track"]["t"], b["track"]["x"][:2]
+            i = min(bisect.bisect_left(truth_t, t), len(truth_t) - 1)
+            errors.append(math.hypot(x - truth_xy[i][0], y - truth_xy[i][1]))
+    median = statistics.median(errors)
+    print(f"hazel (never saw the target) fused {len(fused)} TRACKs from walnut; track error "
+          f"after 10 s: median {median:.2f} m, max {max(errors):.2f} m over {len(errors)} s")
+    assert len(errors) >= 10 and median < 0.5
