@@ -189,6 +189,17 @@ class Peer:
     next_ping: float = -math.inf
 
 
+def _positive_definite(P: np.ndarray) -> bool:
+    """A covariance the filter can fuse: finite, symmetric by construction, Cholesky-able."""
+    if not np.isfinite(P).all():
+        return False
+    try:
+        np.linalg.cholesky(P)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
 def _due(now: float, next_at: float, period: float) -> tuple[bool, float]:
     """Whether a periodic action is due, and its next time (cadence kept, no bursts)."""
     if now < next_at:
@@ -467,6 +478,9 @@ class AgentCore:
         t_local, uncertainty = mapped
         x = np.array(body.mean, dtype=np.float64)
         P = from_upper_triangle(body.cov, 4)
+        if not _positive_definite(P):
+            self.counters.count("track_not_positive_definite")
+            return
         # The clock's uncertainty becomes position uncertainty along the velocity.
         P = P + uncertainty**2 * np.diag([x[2] ** 2, x[3] ** 2, 0.0, 0.0])
         peer.track = (x, P, t_local)
@@ -475,7 +489,7 @@ class AgentCore:
             verdict = self._reputation_check(peer, now)
         inflation = self._fusion_weight(peer)
         fused = False
-        if inflation is not None and bool(np.isfinite(P).all()):
+        if inflation is not None:
             self.track.fuse_peer(x, P, t_local, now, inflation=inflation)
             self.stats["tracks_fused"] += 1
             fused = True

@@ -54,6 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_arguments(demo_p)
 
+    from tools.replay import main as replay_main
+
+    replay = sub.add_parser(
+        "replay",
+        help="measure how beliefs converged in a run, and re-run agents with other settings",
+        description="Replay a run directory: errors against ground truth, uncertainty, "
+        "agreement, NEES, coverage, traffic; a markdown report with figures.",
+    )
+    replay_main.add_arguments(replay)
+
     keygen = sub.add_parser("keygen", help="write a new random swarm key file")
     keygen.add_argument("path", type=Path, help="where to write the key (hex, mode 0600)")
 
@@ -86,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tools import demo
 
         return demo.main(args)
+    if args.command == "replay":
+        from tools.replay import main as replay_main
+
+        return replay_main.main(args)
     if args.command == "keygen":
         from tools.swarmkey import write_key
 

@@ -1,0 +1,355 @@
+"""`stigmesh replay`: reading run directories, metrics against the truth, open-loop re-runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.core import AgentCore
+from protocol.runlog import ReadStats
+from tools.agent_config import agent_config
+from tools.lockstep import Lockstep
+from tools.replay import main as replay_main
+from tools.replay.load import NotARunError, ProcessLog, find_arena, load_run, swarm_id_of
+from tools.replay.metrics import (
+    GridRecord,
+    TrackSamples,
+    TrackSeries,
+    Truth,
+    analyse,
+    coverage_overlap,
+    fraction_inside,
+    latency,
+    nees_bounds,
+    resample,
+    room_cells_of,
+    track_errors,
+)
+from tools.replay.rerun import (
+    OverrideError,
+    apply_overrides,
+    parse_sets,
+    rerun_agent,
+    rerun_run,
+    variant_sets,
+)
+from worlds.arena import load_arena, shipped_arena
+
+DURATION = 22.0
+ARENA = load_arena(shipped_arena("two_cars"))
+ROOM = room_cells_of(ARENA.room.size_x, ARENA.room.size_y, 0.1)
+
+
+@pytest.fixture(scope="module")
+def lockstep_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, tuple]]:
+    """A short two-agent lockstep run, and each node's own traffic counters."""
+    run_dir = tmp_path_factory.mktemp("run")
+    ls = Lockstep(ARENA, seed=1, run_dir=run_dir)
+    try:
+        ls.run(DURATION)
+        counters = {
+            name: (a.node.bytes_out, a.node.datagrams_out, a.node.datagrams_in)
+            for name, a in ls.agents.items()
+        }
+    finally:
+        ls.close()
+    return run_dir, counters
+
+
+@pytest.fixture
+def run_copy(lockstep_run, tmp_path: Path) -> Path:
+    dst = tmp_path / "run"
+    shutil.copytree(lockstep_run[0], dst)
+    return dst
+
+
+# ---------------------------------------------------------------- reading
+
+
+def test_truncated_last_line_and_unknown_events_are_survived(lockstep_run, run_copy: Path) -> None:
+    clean = analyse(load_run(lockstep_run[0]), room_cells=ROOM)
+    walnut = run_copy / "walnut.jsonl"
+    text = walnut.read_text(encoding="utf-8")
+    extra = '{"t": 1005.0, "proc": "walnut", "event": "gizmo", "odd": [1, 2]}\n'
+    last = text.splitlines(keepends=True)[-1]
+    walnut.write_text(text + extra + last[: len(last) // 2], encoding="utf-8")
+    run = load_run(run_copy)
+    assert run.agents["walnut"].stats.bad_lines == 1
+    assert any("walnut.jsonl: 1 damaged line" in n for n in run.notes)
+    damaged = analyse(run, room_cells=ROOM)
+    a, b = clean.agents["walnut"], damaged.agents["walnut"]
+    assert damaged.agents["walnut"].metrics["damaged_lines"] == 1
+    assert a.metrics["wire"] == b.metrics["wire"]
+    np.testing.assert_array_equal(a.series.x, b.series.x)
+
+
+def test_missing_agent_and_missing_world(run_copy: Path) -> None:
+    (run_copy / "hazel.jsonl").unlink()
+    run = load_run(run_copy)
+    assert sorted(run.agents) == ["walnut"]
+    an = analyse(run)
+    assert an.agreement == {} and an.truth is not None
+    (run_copy / "world.jsonl").unlink()
+    run = load_run(run_copy)
+    assert run.world is None and any("no ground truth" in n for n in run.notes)
+    an = analyse(run)
+    assert an.truth is None and "errors" not in an.agents["walnut"].metrics
+    assert an.agents["walnut"].metrics["wire"]["tx_datagrams"] > 0
+
+
+def test_not_a_run(tmp_path: Path) -> None:
+    with pytest.raises(NotARunError, match="does not exist"):
+        load_run(tmp_path / "nowhere")
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(NotARunError, match="not a directory"):
+        load_run(tmp_path / "file.txt")
+    with pytest.raises(NotARunError, match=r"no \*\.jsonl"):
+        load_run(tmp_path)
+    (tmp_path / "walnut.jsonl").write_text('not json\n{"event": "tick"}\n[1, 2]\n')
+    with pytest.raises(NotARunError, match="holds a run event"):
+        load_run(tmp_path)
+
+
+# ---------------------------------------------------------------- metrics on a real run
+
+
+def test_wire_counts_match_the_nodes_own_counters(lockstep_run) -> None:
+    run_dir, counters = lockstep_run
+    an = analyse(load_run(run_dir))
+    for name, (bytes_out, datagrams_out, datagrams_in) in counters.items():
+        wire = an.agents[name].metrics["wire"]
+        assert wire["tx_bytes"] == bytes_out
+        assert wire["tx_datagrams"] == datagrams_out
+        assert sum(k["datagrams"] for k in wire["tx_by_kind"].values()) == datagrams_out
+        assert wire["rx_accepted"] + wire["rx_rejected_total"] == datagrams_in
+
+
+def test_errors_agree_with_the_truth_log_read_directly(lockstep_run) -> None:
+    run = load_run(lockstep_run[0])
+    an = analyse(run, room_cells=ROOM)
+    truth_lines = run.world.events("truth") if run.world else []
+    t_truth = np.array([line["t"] for line in truth_lines])
+    x_truth = np.array([line["target"]["x"] for line in truth_lines])
+    y_truth = np.array([line["target"]["y"] for line in truth_lines])
+    assert an.truth is not None
+    for name, ag in an.agents.items():
+        tracks = [r["track"] for r in run.agents[name].events("belief") if r.get("track")]
+        assert len(tracks) >= 10
+        times = np.array([tr["t"] for tr in tracks])
+        direct = np.hypot(
+            np.array([tr["x"][0] for tr in tracks]) - np.interp(times, t_truth, x_truth),
+            np.array([tr["x"][1] for tr in tracks]) - np.interp(times, t_truth, y_truth),
+        )
+        # the published tracks (TRACK datagrams and belief records), looked up at those times
+        measured = track_errors(resample(ag.samples, times), an.truth).pos_err
+        np.testing.assert_allclose(measured, direct, atol=1e-9)
+    # the target orbits at 1 m/s: the truth seen at every detection says so
+    speeds = [s for ag in an.agents.values() for s in ag.speeds]
+    assert speeds and all(s.true_speed == pytest.approx(1.0, abs=0.02) for s in speeds)
+    for ag in an.agents.values():
+        m = ag.metrics
+        assert 0.0 < m["time_to_first_detection_s"] < DURATION
+        assert m["errors"]["position_error_m"]["median"] < 0.5
+        assert 0.0 <= m["errors"]["nees4"]["fraction_inside"] <= 1.0
+        assert 0 < m["coverage"]["searched_ever_cells"] <= ROOM[0] * ROOM[1]
+    assert an.swarm["agreement_m"]["hazel-walnut"]["all"]["n"] > 0
+
+
+# ---------------------------------------------------------------- metrics on made-up data
+
+
+def _truth_moving_east() -> Truth:
+    t = np.arange(0.0, 10.0001, 0.05)
+    target = np.stack([t * 1.0, np.zeros_like(t), np.ones_like(t), np.zeros_like(t)], axis=1)
+    return Truth(t, target, {})
+
+
+def test_truth_interpolates_and_refuses_to_extrapolate() -> None:
+    truth = _truth_moving_east()
+    at = truth.target_at([1.234, 11.0, -1.0])
+    assert at[0] == pytest.approx([1.234, 0.0, 1.0, 0.0])
+    assert np.isnan(at[1]).all() and np.isnan(at[2]).all()
+
+
+def test_resample_predicts_the_newest_sample_and_stops_when_stale() -> None:
+    samples = TrackSamples(
+        t_log=np.array([1.0]), t=np.array([1.0]),
+        x=np.array([[1.0, 0.0, 1.0, 0.0]]), P=np.eye(4)[None] * 0.01,
+    )  # fmt: skip
+    series = resample(samples, np.array([0.5, 1.5, 3.9, 4.5, 5.0]), max_age=3.0, until=4.8)
+    assert np.isnan(series.x[0]).all()  # before the first sample
+    assert series.x[1] == pytest.approx([1.5, 0.0, 1.0, 0.0])
+    assert series.P[1, 0, 0] > 0.01  # the prediction added process noise
+    assert series.valid.tolist() == [False, True, True, False, False]  # stale, then stopped
+    errors = track_errors(series, _truth_moving_east())
+    assert errors.pos_err[1] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_nees_and_its_bounds() -> None:
+    lo, hi = nees_bounds(2)
+    assert (lo, hi) == pytest.approx((0.0506, 7.378), abs=1e-3)
+    t = np.array([1.0, 2.0])
+    truth = _truth_moving_east()
+    x = truth.target_at(t) + np.array([[0.3, 0.4, 0.0, 0.0], [3.0, 0.0, 0.0, 0.0]])
+    series = TrackSeries(t, x, np.stack([np.eye(4), np.eye(4)]))
+    e = track_errors(series, truth)
+    assert e.nees4 == pytest.approx([0.25, 9.0])
+    assert e.nees2 == pytest.approx([0.25, 9.0])
+    assert fraction_inside(e.nees2, (lo, hi)) == 0.5
+
+
+def test_coverage_overlap_in_the_room() -> None:
+    var_a = np.ones((4, 4))
+    var_a[0, :2] = 0.1  # cells (0,0), (1,0)
+    var_b = np.ones((4, 4))
+    var_b[0, 1:3] = 0.1  # cells (1,0), (2,0) of a window shifted by -1 in x: (0,0), (1,0)
+    a = GridRecord(10.0, (0, 0), np.zeros((4, 4)), var_a, 0.0, None)
+    b = GridRecord(10.2, (-1, 0), np.zeros((4, 4)), var_b, 0.0, None)
+    ov = coverage_overlap([a], [b], 0.5)
+    assert ov["both"].tolist() == [2] and ov["jaccard"].tolist() == [1.0]
+    ov = coverage_overlap([a], [b], 0.5, room_cells=(1, 4))
+    assert ov["both"].tolist() == [1] and ov["either"].tolist() == [1]
+
+
+def test_latency_from_stage_timestamps_and_their_absence() -> None:
+    lines = [
+        {"t": 1.0, "event": "frame", "t_capture": 1.0, "t_receipt": 1.02, "t_decision": 1.05},
+        {"t": 2.0, "event": "frame", "stages": {"capture": 2.0, "receipt": 2.04, "decision": 2.1}},
+        {"t": 3.0, "event": "obs", "t_capture": 2.9, "synchronized": True, "target": None},
+    ]
+    lat = latency([ProcessLog("a", Path("a.jsonl"), lines, ReadStats())])
+    assert lat.records == 2
+    assert lat.stages["capture→receipt"] == pytest.approx([0.02, 0.04])
+    assert lat.stages["receipt→decision"] == pytest.approx([0.03, 0.06])
+    assert lat.derived["capture→receipt (synchronized obs)"] == pytest.approx([0.1])
+    none = latency([ProcessLog("a", Path("a.jsonl"), lines[2:], ReadStats())])
+    assert none.records == 0 and none.stages == {}
+
+
+# ---------------------------------------------------------------- re-runs
+
+
+def test_overrides() -> None:
+    base = agent_config(ARENA, "walnut")
+    sets = parse_sets(["grid.q_drift=0.2", "rates.patch=4", "use_reputation=no",
+                       "patch_max_cells=50"])  # fmt: skip
+    config = apply_overrides(base, variant_sets("naive", sets))
+    assert config.grid.q_drift == 0.2 and config.rates.patch == 4.0
+    assert config.use_reputation is False and config.patch_max_cells == 50
+    assert config.fusion == "naive" and config.grid.r_hit == base.grid.r_hit
+    for bad, match in (
+        (["grid"], "KEY=VALUE"),
+        (["grid.nope=1"], "unknown setting"),
+        (["grid.q_drift=-1"], "q_drift must be"),
+        (["patch_max_cells=1.5"], "integer"),
+        (["use_reputation=maybe"], "true or false"),
+        (["room=1"], "cannot be set"),
+    ):
+        with pytest.raises(OverrideError, match=match):
+            apply_overrides(base, parse_sets(bad))
+    with pytest.raises(OverrideError, match="one of"):
+        variant_sets("average", {})
+
+
+def test_rerun_reproduces_the_recording_and_the_variant_differs(lockstep_run) -> None:
+    run = load_run(lockstep_run[0])
+    reruns = rerun_run(run, ARENA, {"fusion": "none"}, room_cells=ROOM)
+    assert sorted(reruns) == ["hazel", "walnut"]
+    for r in reruns.values():
+        assert r.recorded_digests >= int(DURATION) - 2
+        assert r.reproduced == r.recorded_digests  # the replay is faithful, bit for bit
+        assert r.variant_differs > 0
+        assert r.changes == {"fusion": ("ci", "none")}
+        assert r.baseline.t.size == r.variant.t.size >= 10 * (DURATION - 1)
+        assert not r.baseline.input_errors
+
+
+def test_rerun_carries_on_past_an_input_that_raises(lockstep_run, monkeypatch) -> None:
+    log = load_run(lockstep_run[0]).agents["walnut"]
+    calls = {"n": 0}
+    original = AgentCore.on_message
+
+    def flaky(self, msg, src, now):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise np.linalg.LinAlgError("made up")
+        original(self, msg, src, now)
+
+    monkeypatch.setattr(AgentCore, "on_message", flaky)
+    sid = swarm_id_of(log)
+    assert sid is not None
+    trace = rerun_agent(log, agent_config(ARENA, "walnut"), sid, "x")
+    assert len(trace.input_errors) == 1 and "made up" in trace.input_errors[0][2]
+    assert trace.t.size >= 10 * (DURATION - 1)
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    replay_main.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_command_writes_the_report(lockstep_run, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "report"
+    rc = replay_main.main(
+        _args(str(lockstep_run[0]), "--out", str(out), "--arena", "two_cars", "--fusion", "naive")
+    )
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "re-ran walnut" in printed and "no per-stage timestamps" in printed
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert sorted(metrics["agents"]) == ["hazel", "walnut"]
+    assert metrics["rerun"]["open_loop"] is True
+    report = (out / "report.md").read_text()
+    assert "Open loop" in report and "## Summary" in report
+    for name in ("uncertainty", "speed", "trajectories", "error", "rerun"):
+        png = out / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({png.name})" in report
+    assert len(list(out.glob("grid_*.png"))) >= 1
+
+
+def _without_world_start(run_dir: Path) -> None:
+    world = run_dir / "world.jsonl"
+    lines = world.read_text(encoding="utf-8").splitlines(keepends=True)
+    world.write_text("".join(x for x in lines if json.loads(x)["event"] != "start"))
+
+
+def test_command_errors(run_copy: Path, tmp_path: Path, capsys) -> None:
+    assert replay_main.main(_args(str(tmp_path / "nowhere"))) == replay_main.EXIT_NOT_A_RUN
+    assert "not a run directory" in capsys.readouterr().err
+    _without_world_start(run_copy)  # the arena is not recorded: a re-run needs --arena
+    rc = replay_main.main(_args(str(run_copy), "--out", str(tmp_path / "r"), "--fusion", "naive"))
+    assert rc == replay_main.EXIT_USAGE and "--arena" in capsys.readouterr().err
+    rc = replay_main.main(_args(str(run_copy), "--arena", "two_cars", "--set", "grid.x=1"))
+    assert rc == replay_main.EXIT_USAGE and "unknown setting" in capsys.readouterr().err
+    assert not (run_copy / "report").exists()  # refused before anything was written
+
+
+def test_find_arena(run_copy: Path) -> None:
+    _without_world_start(run_copy)
+    run = load_run(run_copy)
+    assert find_arena(run) == (None, "the run does not record its arena (no world start event)")
+    arena, note = find_arena(run, "two_cars")
+    assert arena is not None and arena.name == "two_cars" and note == "--arena two_cars"
+    world = run_copy / "world.jsonl"
+    start = {"t": 999.0, "proc": "world", "event": "start", "arena": "two_cars",
+             "source": "no/such/file.toml"}  # fmt: skip
+    world.write_text(json.dumps(start) + "\n" + world.read_text())
+    arena, note = find_arena(load_run(run_copy))
+    assert arena is not None and arena.name == "two_cars" and note.startswith("recorded: ")
+
+
+def test_the_light_parser_constants_match_the_modules() -> None:
+    from tools.replay import metrics, rerun
+
+    assert set(replay_main.FUSION_CHOICES) == set(rerun.FUSION_CHOICES)
+    assert replay_main.COVERAGE_VAR == metrics.COVERAGE_VAR

@@ -1,0 +1,281 @@
+"""Read a run directory (protocol/RUNLOG.md) robustly.
+
+One :class:`ProcessLog` per ``*.jsonl`` file: ``world.jsonl`` is the world
+server, every other file is an agent named by the file's stem. Damaged lines
+(a killed process's truncated last line, or anything that is not an object
+with a finite ``t`` and a string ``event``) are skipped and counted; unknown
+events and keys are kept and ignored by the metrics. A missing world or agent
+log is a note in the report, not an error. Only a directory that holds no
+run log at all is refused, with :class:`NotARunError`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from protocol.runlog import LOG_SUFFIX, ReadStats, b64, read_run_log
+from protocol.swarm.codec import decode_payload
+from protocol.swarm.errors import SwarmDecodeError
+from protocol.swarm.messages import MAC_LEN, MAX_DATAGRAM_LIMIT, Message
+from worlds.arena import ARENA_DIR, Arena, ArenaError, load_arena, shipped_arena
+
+WORLD = "world"
+Line = dict[str, Any]
+Progress = Callable[[str], None]
+
+
+class NotARunError(Exception):
+    """``path`` is not a run directory; ``reason`` says why."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: not a run directory: {reason}")
+
+
+@dataclass
+class ProcessLog:
+    """One process's well-formed lines, in file order."""
+
+    name: str
+    path: Path
+    lines: list[Line]
+    stats: ReadStats
+
+    def events(self, *names: str) -> list[Line]:
+        wanted = set(names)
+        return [line for line in self.lines if line["event"] in wanted]
+
+    def first(self, name: str) -> Line | None:
+        return next((line for line in self.lines if line["event"] == name), None)
+
+    @property
+    def t_first(self) -> float | None:
+        return self.lines[0]["t"] if self.lines else None
+
+    @property
+    def t_last(self) -> float | None:
+        return max(line["t"] for line in self.lines) if self.lines else None
+
+
+@dataclass
+class RunDir:
+    path: Path
+    world: ProcessLog | None
+    agents: dict[str, ProcessLog]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def t_start(self) -> float:
+        """The run's start: the world's first line, else the earliest agent line."""
+        if self.world is not None and self.world.t_first is not None:
+            return self.world.t_first
+        firsts = [log.t_first for log in self.agents.values() if log.t_first is not None]
+        return min(firsts) if firsts else 0.0
+
+    @property
+    def t_end(self) -> float:
+        logs = [*self.agents.values(), *([self.world] if self.world else [])]
+        lasts = [log.t_last for log in logs if log.t_last is not None]
+        return max(lasts) if lasts else self.t_start
+
+    @property
+    def world_start(self) -> Line | None:
+        return self.world.first("start") if self.world is not None else None
+
+    def car_names(self) -> dict[int, str]:
+        """Car id -> name, from the world's start and boot events."""
+        names: dict[int, str] = {}
+        if self.world is None:
+            return names
+        start = self.world_start
+        if start is not None:
+            for car in start.get("cars") or []:
+                if isinstance(car, dict) and "id" in car and "name" in car:
+                    names[int(car["id"])] = str(car["name"])
+        for boot in self.world.events("boot"):
+            if "car" in boot and "name" in boot:
+                names[int(boot["car"])] = str(boot["name"])
+        return names
+
+
+def _well_formed(line: Line) -> bool:
+    t = line.get("t")
+    return (
+        isinstance(t, int | float)
+        and not isinstance(t, bool)
+        and math.isfinite(t)
+        and isinstance(line.get("event"), str)
+    )
+
+
+def read_process_log(path: Path, name: str) -> ProcessLog:
+    stats = ReadStats()
+    lines: list[Line] = []
+    for line in read_run_log(path, stats):
+        if _well_formed(line):
+            lines.append(line)
+        else:
+            stats.bad_lines += 1
+    return ProcessLog(name, path, lines, stats)
+
+
+def load_run(path: Path, progress: Progress | None = None) -> RunDir:
+    """Read every process log of the run directory ``path``."""
+    path = Path(path)
+    if not path.exists():
+        raise NotARunError(path, "it does not exist")
+    if not path.is_dir():
+        raise NotARunError(path, "it is a file, not a directory")
+    files = sorted(p for p in path.glob(f"*{LOG_SUFFIX}") if p.is_file())
+    if not files:
+        raise NotARunError(path, f"it holds no *{LOG_SUFFIX} process log")
+    world: ProcessLog | None = None
+    agents: dict[str, ProcessLog] = {}
+    notes: list[str] = []
+    for file in files:
+        name = file.name.removesuffix(LOG_SUFFIX)
+        try:
+            log = read_process_log(file, name)
+        except OSError as e:
+            notes.append(f"{file.name}: unreadable ({e.strerror or e})")
+            continue
+        if log.stats.bad_lines:
+            notes.append(
+                f"{file.name}: {log.stats.bad_lines} damaged line(s) of {log.stats.lines} skipped"
+            )
+        if progress is not None:
+            progress(f"read {file.name}: {len(log.lines)} events")
+        if name == WORLD:
+            world = log
+        else:
+            agents[name] = log
+    logs = [*agents.values(), *([world] if world else [])]
+    if not any(log.lines for log in logs):
+        raise NotARunError(path, f"none of its {len(files)} *{LOG_SUFFIX} files holds a run event")
+    if world is None or not world.lines:
+        notes.append("no world log: no ground truth, so no errors against it")
+        world = None
+    elif not world.events("truth"):
+        notes.append("the world log holds no truth events: no errors against ground truth")
+    for name, log in list(agents.items()):
+        if not log.lines:
+            notes.append(f"{name}.jsonl holds no events: agent left out")
+            del agents[name]
+    if not agents:
+        notes.append("no agent logs")
+    return RunDir(path, world, agents, notes)
+
+
+# ---------------------------------------------------------------- the arena
+
+
+def _arena_file(spec: str) -> Path | None:
+    """An arena given as a path or as the name of a shipped arena."""
+    path = Path(spec)
+    if path.is_file():
+        return path
+    shipped = shipped_arena(spec)
+    return shipped if shipped.is_file() else None
+
+
+def find_arena(run: RunDir, explicit: str | None = None) -> tuple[Arena | None, str]:
+    """The run's arena and where it came from: ``explicit`` (a path or shipped name), else
+    the world's start event (its ``source`` file, else its ``arena`` name).
+
+    An explicit arena that cannot be read raises :class:`ArenaError`; a recorded one that
+    cannot be found gives ``(None, why)``.
+    """
+    if explicit is not None:
+        file = _arena_file(explicit)
+        if file is None:
+            raise ArenaError(explicit, 0, "no such file and no shipped arena of that name")
+        return load_arena(file), f"--arena {explicit}"
+    start = run.world_start
+    if start is None:
+        return None, "the run does not record its arena (no world start event)"
+    candidates: list[Path] = []
+    source = start.get("source")
+    if isinstance(source, str) and source:
+        candidates += [Path(source), ARENA_DIR.parent.parent / source]
+    name = start.get("arena")
+    if isinstance(name, str) and name:
+        candidates.append(shipped_arena(name))
+    for file in candidates:
+        if file.is_file():
+            try:
+                return load_arena(file), f"recorded: {file}"
+            except ArenaError as e:
+                return None, f"the recorded arena does not load: {e}"
+    return None, f"the recorded arena ({source or name}) is not found"
+
+
+# ---------------------------------------------------------------- datagrams
+
+
+def datagram_bytes(line: Line) -> bytes | None:
+    """The ``raw`` field of an rx/tx line, or None when it is missing or not base64."""
+    raw = line.get("raw")
+    if not isinstance(raw, str):
+        return None
+    try:
+        return b64(raw)
+    except ValueError:
+        return None
+
+
+def envelope_swarm_id(data: bytes) -> int | None:
+    """The swarm id in a datagram's envelope (the third field), without other checks."""
+    try:
+        env = msgpack.unpackb(data[:-MAC_LEN], raw=False, strict_map_key=False)
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return None
+    if isinstance(env, list) and len(env) > 2 and isinstance(env[2], int):
+        return int(env[2])
+    return None
+
+
+def swarm_id_of(log: ProcessLog) -> int | None:
+    """The agent's swarm id: its start event, else the envelope of its first datagram."""
+    start = log.first("start")
+    if start is not None and isinstance(start.get("swarm_id"), int):
+        return int(start["swarm_id"])
+    for line in log.lines:
+        if line["event"] in ("tx", "rx") and (line["event"] == "tx" or line.get("ok")):
+            data = datagram_bytes(line)
+            if data is not None and (sid := envelope_swarm_id(data)) is not None:
+                return sid
+    return None
+
+
+def decode_own(data: bytes, swarm_id: int) -> Message | None:
+    """Decode a logged datagram whose MAC was already checked; None if it does not decode."""
+    try:
+        return decode_payload(data[:-MAC_LEN], swarm_id, limit=MAX_DATAGRAM_LIMIT)
+    except SwarmDecodeError:
+        return None
+
+
+def float32_grid(field_value: object, shape: tuple[int, int]) -> np.ndarray | None:
+    """A belief record's ``mu_f32``/``var_f32`` array, or None when it does not fit ``shape``."""
+    if not isinstance(field_value, str):
+        return None
+    try:
+        data = b64(field_value)
+    except ValueError:
+        return None
+    if len(data) != 4 * shape[0] * shape[1]:
+        return None
+    return np.frombuffer(data, dtype="<f4").reshape(shape).astype(np.float64)
+
+
+def iter_lines(log: ProcessLog, *names: str) -> Iterator[Line]:
+    wanted = set(names)
+    return (line for line in log.lines if line["event"] in wanted)

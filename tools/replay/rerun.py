@@ -1,0 +1,425 @@
+"""Re-run each agent's core on its recorded inputs under another fusion rule or parameter set.
+
+Open loop: the core sees exactly the recorded inputs (:func:`agents.node.replay_inputs`),
+so the agent's own motion, its sightings and its peers' messages are as they were
+recorded; only what the core makes of them changes. Time is the log's, no
+sleeping. Each agent is re-run twice: with the recorded configuration (its
+belief digests must match the recorded ones, which proves the replay is
+faithful) and with the variant; both are sampled after every tick.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from agents.belief import FusionRule
+from agents.belief.track import cv_predict
+from agents.core import FUSION_NONE, AgentConfig, AgentCore
+from agents.node import Address, replay_inputs
+from agents.observations import ObservationBatch
+from protocol.swarm import Message
+from tools.agent_config import agent_config
+from tools.replay.load import Line, ProcessLog, Progress, RunDir, swarm_id_of
+from tools.replay.metrics import (
+    SPEED_TOLERANCE,
+    DetectionSpeed,
+    FloatArray,
+    TrackSeries,
+    Truth,
+    error_summary,
+    summary,
+    track_errors,
+    window_inside,
+)
+from worlds.arena import Arena
+
+FUSION_CHOICES = (*(r.value for r in FusionRule), FUSION_NONE)
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+class OverrideError(ValueError):
+    """A ``--set`` or ``--fusion`` value that cannot be applied; the message says why."""
+
+
+class RerunError(Exception):
+    """An agent cannot be re-run (no arena, no swarm id); the message says why."""
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def parse_sets(items: Sequence[str]) -> dict[str, str]:
+    """``["grid.q_drift=0.1", ...]`` -> ``{"grid.q_drift": "0.1"}``."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise OverrideError(f"--set {item!r}: expected KEY=VALUE, e.g. grid.q_drift=0.1")
+        out[key] = value.strip()
+    return out
+
+
+def _parse_value(text: str, current: object, key: str) -> object:
+    if isinstance(current, bool):
+        low = text.lower()
+        if low in _TRUE | _FALSE:
+            return low in _TRUE
+        raise OverrideError(f"{key}={text!r}: expected true or false")
+    if isinstance(current, int):
+        try:
+            return int(text)
+        except ValueError:
+            raise OverrideError(f"{key}={text!r}: expected an integer") from None
+    if isinstance(current, float):
+        try:
+            return float(text)
+        except ValueError:
+            raise OverrideError(f"{key}={text!r}: expected a number") from None
+    if isinstance(current, str):
+        return text
+    raise OverrideError(f"{key} is a {type(current).__name__}: it cannot be set as KEY=VALUE")
+
+
+def _with(obj: object, path: list[str], text: str, key: str) -> object:
+    if not is_dataclass(obj) or isinstance(obj, type):
+        raise OverrideError(f"{key}: {type(obj).__name__} has no settings")
+    names = [f.name for f in fields(obj)]
+    name = path[0]
+    if name not in names:
+        known = ", ".join(names)
+        raise OverrideError(f"unknown setting {key!r}; {type(obj).__name__} has: {known}")
+    current = getattr(obj, name)
+    new = (
+        _parse_value(text, current, key) if len(path) == 1 else _with(current, path[1:], text, key)
+    )
+    try:
+        return replace(obj, **{name: new})
+    except (ValueError, TypeError) as e:
+        raise OverrideError(f"{key}={text}: {e}") from None
+
+
+def apply_overrides(config: AgentConfig, sets: Mapping[str, str]) -> AgentConfig:
+    """``config`` with each dotted ``key=value`` applied (validated by the dataclasses)."""
+    out: object = config
+    for key, text in sets.items():
+        out = _with(out, key.split("."), text, key)
+    assert isinstance(out, AgentConfig)
+    return out
+
+
+def variant_sets(fusion: str | None, sets: Mapping[str, str]) -> dict[str, str]:
+    """The overrides of the variant: ``--fusion`` is ``fusion=...``; ``--set`` wins on conflict."""
+    out: dict[str, str] = {}
+    if fusion is not None:
+        if fusion not in FUSION_CHOICES:
+            raise OverrideError(f"--fusion {fusion!r}: one of {', '.join(FUSION_CHOICES)}")
+        out["fusion"] = fusion
+    out.update(sets)
+    return out
+
+
+def recorded_config(arena: Arena, name: str, start: Line | None) -> AgentConfig:
+    """The agent's configuration as far as its log records it (fusion rule, reputation)."""
+    kw: dict[str, Any] = {}
+    if start is not None:
+        if isinstance(start.get("fusion"), str):
+            kw["fusion"] = start["fusion"]
+        if isinstance(start.get("reputation"), bool):
+            kw["use_reputation"] = start["reputation"]
+    return agent_config(arena, name, **kw)
+
+
+def config_diff(a: object, b: object, prefix: str = "") -> dict[str, tuple[Any, Any]]:
+    """Settings (dotted) whose value differs between two configurations."""
+    if is_dataclass(a) and is_dataclass(b) and type(a) is type(b):
+        out: dict[str, tuple[Any, Any]] = {}
+        for f in fields(a):
+            out.update(config_diff(getattr(a, f.name), getattr(b, f.name), f"{prefix}{f.name}."))
+        return out
+    return {} if a == b else {prefix.rstrip("."): (a, b)}
+
+
+# ---------------------------------------------------------------- re-running
+
+
+@dataclass(frozen=True)
+class RerunTrace:
+    """A re-run core sampled after every tick."""
+
+    label: str
+    t: FloatArray
+    x: FloatArray  # (n, 4), NaN before the track exists
+    P: FloatArray  # (n, 4, 4)
+    mean_var: FloatArray
+    digests: list[tuple[float, str]]
+    speeds_at_detection: list[tuple[float, float]]  # (track time, speed) after accepted updates
+    input_errors: list[tuple[float, str, str]]  # (t, input, exception) the core raised on
+    seconds: float
+
+    @property
+    def series(self) -> TrackSeries:
+        return TrackSeries(self.t, self.x, self.P)
+
+
+class _Sampler:
+    """Wraps the log's lines; after each tick (and each detection) reads the core's state."""
+
+    def __init__(self, core: AgentCore, room_cells: tuple[int, int] | None, cell: float) -> None:
+        self.core = core
+        self.room_cells = room_cells
+        self.cell = cell
+        self.t: list[float] = []
+        self.x: list[FloatArray] = []
+        self.P: list[FloatArray] = []
+        self.mean_var: list[float] = []
+        self.speeds: list[tuple[float, float]] = []
+
+    def lines(self, lines: Iterable[Line]) -> Iterator[Line]:
+        core = self.core
+        for line in lines:
+            event = line.get("event")
+            before = (core.stats["detections"], core.track.update_count, core.track.reinit_count)
+            was_init = core.track.initialised
+            yield line  # replay_inputs has fed it to the core when it asks for the next one
+            if event == "tick":
+                self._sample(float(line["t"]))
+            elif event == "obs" and was_init:
+                after = (core.stats["detections"], core.track.update_count, core.track.reinit_count)
+                if after[0] > before[0] and after[1] > before[1] and after[2] == before[2]:
+                    self.speeds.append((core.track.time, core.track.speed))
+
+    def _sample(self, t: float) -> None:
+        core, track = self.core, self.core.track
+        self.t.append(t)
+        if track.initialised:
+            x, P = track.state, track.covariance
+            if t > track.time:
+                x, P = cv_predict(x, P, t - track.time, track.params.accel_psd)
+        else:
+            x, P = np.full(4, np.nan), np.full((4, 4), np.nan)
+        self.x.append(x)
+        self.P.append(P)
+        self.mean_var.append(room_mean_var(core.grid.var, core.grid.origin, self.room_cells))
+
+
+def room_mean_var(
+    var: FloatArray, origin: tuple[int, int], room_cells: tuple[int, int] | None
+) -> float:
+    """Mean var of the window's cells inside the room (the whole window when unknown)."""
+    inside = window_inside(origin, (var.shape[0], var.shape[1]), room_cells)
+    return float(var[inside].mean()) if inside.any() else math.nan
+
+
+class _TolerantCore(AgentCore):
+    """The core, except that an input which raises is counted and the core carries on.
+
+    That is what the running agent does with a datagram whose handling raises (its event
+    loop logs the exception and goes on), so the re-run keeps following the recording.
+    """
+
+    def __init__(self, config: AgentConfig, t0: float) -> None:
+        super().__init__(config, t0)
+        self.input_errors: list[tuple[float, str, str]] = []
+
+    def _failed(self, now: float, what: str, exc: Exception) -> None:
+        self.input_errors.append((now, what, f"{type(exc).__name__}: {exc}"))
+
+    def on_message(self, msg: Message, src: Address, now: float) -> None:
+        try:
+            super().on_message(msg, src, now)
+        except Exception as exc:
+            self._failed(now, "rx", exc)
+
+    def on_observations(self, batch: ObservationBatch, now: float) -> None:
+        try:
+            super().on_observations(batch, now)
+        except Exception as exc:
+            self._failed(now, "obs", exc)
+
+    def on_car_status(
+        self, now: float, duty_left: float, duty_right: float, gyro_z: float | None
+    ) -> None:
+        try:
+            super().on_car_status(now, duty_left, duty_right, gyro_z)
+        except Exception as exc:
+            self._failed(now, "car", exc)
+
+    def on_peer_discovered(self, name: str, addr: Address, epoch: int, now: float) -> None:
+        try:
+            super().on_peer_discovered(name, addr, epoch, now)
+        except Exception as exc:
+            self._failed(now, "discovered", exc)
+
+    def tick(self, now: float) -> None:
+        try:
+            super().tick(now)
+        except Exception as exc:
+            self._failed(now, "tick", exc)
+
+
+def agent_t0(log: ProcessLog) -> float:
+    """When the agent's core was made: its start event, else its first line."""
+    start = log.first("start")
+    return float(start["t"]) if start is not None else float(log.lines[0]["t"])
+
+
+def rerun_agent(
+    log: ProcessLog,
+    config: AgentConfig,
+    swarm_id: int,
+    label: str,
+    room_cells: tuple[int, int] | None = None,
+) -> RerunTrace:
+    """Re-run one agent's core with ``config`` on its recorded inputs, in the log's time."""
+    began = time.perf_counter()
+    core = _TolerantCore(config, agent_t0(log))
+    sampler = _Sampler(core, room_cells, config.grid.cell_size)
+    digests = list(replay_inputs(core, sampler.lines(log.lines), swarm_id))
+    n = len(sampler.t)
+    return RerunTrace(
+        label,
+        np.asarray(sampler.t, dtype=np.float64),
+        np.stack(sampler.x) if n else np.zeros((0, 4)),
+        np.stack(sampler.P) if n else np.zeros((0, 4, 4)),
+        np.asarray(sampler.mean_var, dtype=np.float64),
+        digests,
+        sampler.speeds,
+        core.input_errors,
+        time.perf_counter() - began,
+    )
+
+
+@dataclass
+class AgentRerun:
+    name: str
+    changes: dict[str, tuple[Any, Any]]
+    baseline: RerunTrace
+    variant: RerunTrace
+    recorded_digests: int
+    reproduced: int  # baseline digests equal to the recorded ones (same time)
+    variant_differs: int  # variant digests that differ from the recorded ones
+
+
+def _matches(trace: RerunTrace, recorded: Mapping[float, str]) -> int:
+    return sum(1 for t, d in trace.digests if recorded.get(t) == d)
+
+
+def agent_configs(
+    run: RunDir, arena: Arena, sets: Mapping[str, str]
+) -> dict[str, tuple[AgentConfig, AgentConfig]]:
+    """Each agent's (recorded, variant) configuration; raises OverrideError or RerunError."""
+    out = {}
+    for name, log in sorted(run.agents.items()):
+        try:
+            base = recorded_config(arena, name, log.first("start"))
+        except ValueError as e:
+            raise RerunError(f"{name}: no configuration from arena {arena.name}: {e}") from None
+        out[name] = (base, apply_overrides(base, sets))
+    return out
+
+
+def rerun_run(
+    run: RunDir,
+    arena: Arena,
+    sets: Mapping[str, str],
+    *,
+    room_cells: tuple[int, int] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, AgentRerun]:
+    """Re-run every agent with its recorded configuration and with ``sets`` applied."""
+    out: dict[str, AgentRerun] = {}
+    configs = agent_configs(run, arena, sets)
+    for name, log in sorted(run.agents.items()):
+        swarm_id = swarm_id_of(log)
+        if swarm_id is None:
+            raise RerunError(f"{name}: the log records no swarm id (no start event, no datagram)")
+        base_config, variant_config = configs[name]
+        label = ", ".join(f"{k}={v}" for k, v in sets.items())
+        baseline = rerun_agent(log, base_config, swarm_id, "recorded config", room_cells)
+        variant = rerun_agent(log, variant_config, swarm_id, label, room_cells)
+        recorded = {float(line["t"]): str(line.get("digest")) for line in log.events("belief")}
+        result = AgentRerun(
+            name,
+            config_diff(base_config, variant_config),
+            baseline,
+            variant,
+            len(recorded),
+            _matches(baseline, recorded),
+            len(variant.digests) - _matches(variant, recorded),
+        )
+        out[name] = result
+        if progress is not None:
+            progress(
+                f"re-ran {name}: recorded config reproduces {result.reproduced}/"
+                f"{result.recorded_digests} belief digests ({baseline.seconds:.1f} s); "
+                f"{label}: {result.variant_differs}/{len(variant.digests)} differ "
+                f"({variant.seconds:.1f} s)"
+            )
+            for trace in (baseline, variant):
+                if trace.input_errors:
+                    t, what, err = trace.input_errors[0]
+                    progress(
+                        f"  {name} ({trace.label}): {len(trace.input_errors)} input(s) raised "
+                        f"in the core, first at {what} t={t:.3f}: {err}"
+                    )
+    return out
+
+
+def trace_metrics(trace: RerunTrace, truth: Truth | None, t_start: float) -> dict[str, Any]:
+    unc = np.trace(trace.P, axis1=1, axis2=2) / 4.0
+    m: dict[str, Any] = {
+        "ticks": int(trace.t.size),
+        "seconds": trace.seconds,
+        "track_uncertainty": summary(unc),
+        "grid_mean_var": summary(trace.mean_var),
+    }
+    if truth is not None and trace.t.size:
+        m["errors"] = error_summary(track_errors(trace.series, truth), t_start)
+        speeds = []
+        for t, speed in trace.speeds_at_detection:
+            true = truth.target_at(t)[0]
+            if np.isfinite(true).all():
+                speeds.append(DetectionSpeed(t, speed, math.hypot(true[2], true[3])))
+        rel = np.array([abs(s.relative_error) for s in speeds])
+        m["speed_at_detection"] = {
+            "n": len(speeds),
+            "abs_relative_error": summary(rel),
+            "within_10_percent": float(np.mean(rel <= SPEED_TOLERANCE)) if rel.size else None,
+        }
+    return m
+
+
+def rerun_metrics(
+    reruns: Mapping[str, AgentRerun], truth: Truth | None, t_start: float
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"open_loop": True, "agents": {}}
+    for name, r in reruns.items():
+        out["agents"][name] = {
+            "changes": {k: list(v) for k, v in r.changes.items()},
+            "recorded_digests": r.recorded_digests,
+            "reproduced_digests": r.reproduced,
+            "variant_digests_differing": r.variant_differs,
+            "input_errors": {
+                "recorded_config": _errors(r.baseline),
+                "variant": _errors(r.variant),
+            },
+            "recorded_config": trace_metrics(r.baseline, truth, t_start),
+            "variant": trace_metrics(r.variant, truth, t_start),
+        }
+    return out
+
+
+def _errors(trace: RerunTrace) -> dict[str, Any]:
+    kinds: dict[str, int] = {}
+    for _, what, err in trace.input_errors:
+        key = f"{what}: {err}"
+        kinds[key] = kinds.get(key, 0) + 1
+    return {"count": len(trace.input_errors), "by_kind": kinds}
