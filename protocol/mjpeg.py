@@ -220,7 +220,7 @@ def _header_int(headers: dict[str, str], name: str, base: int, limit: int) -> in
 
 def parse_frame_headers(part: Part) -> CameraFrame:
     """Check a part's stigmesh headers and JPEG markers; raise :class:`FrameRejected`."""
-    capture_ms = _header_int(part.headers, "x-capture-ms", 10, 2**32 - 1)
+    capture_ms = _header_int(part.headers, "x-capture-ms", 10, 2**63 - 1)  # u64 uptime
     boot_id = _header_int(part.headers, "x-boot-id", 16, 2**32 - 1)
     seq = _header_int(part.headers, "x-frame-seq", 10, 2**63 - 1)
     body = part.body

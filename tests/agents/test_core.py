@@ -1,0 +1,80 @@
+"""AgentCore alone, in virtual time: peers come, go silent, return; outputs are deterministic."""
+
+from __future__ import annotations
+
+import math
+
+from agents.core import AgentConfig, AgentCore, OutSnapshot
+from agents.navigation import Room
+from protocol.swarm import Heartbeat, Message, Mode, Ping, Pong, swarm_id_from_name
+
+SWARM = swarm_id_from_name("core-test")
+PEER = ("127.0.0.9", 40000)
+
+
+def config(name: str = "walnut") -> AgentConfig:
+    return AgentConfig(name=name, room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
+                       target_tag=100)
+
+
+def heartbeat(epoch: int, seq: int, t: float) -> Message:
+    body = Heartbeat(1.0, 1.0, 0.0, (0.1, 0.0, 0.0, 0.1, 0.0, 0.1), Mode.SEARCH, 0, 0, ())
+    return Message(SWARM, "hazel", epoch, seq, t, body)
+
+
+def test_new_peer_and_new_epoch_get_a_snapshot_lost_after_3s_returns_by_itself() -> None:
+    core = AgentCore(config(), t0=0.0)
+    core.on_message(heartbeat(7, 0, 0.1), PEER, 0.1)
+    out = core.take_outputs()
+    snaps = [s for s in out.sends if isinstance(s.body, OutSnapshot)]
+    assert len(snaps) == 1 and snaps[0].to == PEER
+    assert [r.event for r in out.records] == ["peer_joined"]
+    t = 0.1
+    while t < 3.5:  # silence
+        t = round(t + 0.1, 6)
+        core.tick(t)
+    records = [r for r in core.take_outputs().records if r.event == "peer_lost"]
+    assert len(records) == 1 and records[0].fields["peer"] == "hazel"
+    assert core.peers["hazel"].lost
+    core.on_message(heartbeat(7, 1, t), PEER, t)
+    assert not core.peers["hazel"].lost
+    assert [r.event for r in core.take_outputs().records] == ["peer_returned"]
+    core.on_message(heartbeat(8, 0, t), PEER, t)  # restarted: a new epoch
+    out = core.take_outputs()
+    assert any(isinstance(s.body, OutSnapshot) for s in out.sends)
+    assert out.records[0].fields["why"] == "new_epoch"
+
+
+def test_ping_is_answered_and_pong_maps_the_peer_clock() -> None:
+    core = AgentCore(config(), t0=0.0)
+    core.on_message(heartbeat(7, 0, 100.0), PEER, 0.0)
+    core.tick(0.05)
+    pings = [s for s in core.take_outputs().sends if isinstance(s.body, Ping)]
+    assert pings and pings[0].to == PEER
+    ping_id = pings[0].body.ping_id  # type: ignore[union-attr]
+    # The peer's clock reads 100 s more than ours; 2 ms each way.
+    pong = Pong(ping_id, 0.05, 100.052, 100.052)
+    core.on_message(Message(SWARM, "hazel", 7, 1, 100.052, pong), PEER, 0.054)
+    clock = core.peers["hazel"].clock
+    assert math.isclose(clock.offset_at_time(0.054), 100.0, abs_tol=1e-9)
+    assert clock.synchronized_at_time(0.054)
+    core.on_message(Message(SWARM, "hazel", 7, 2, 100.06, Ping(5)), PEER, 0.06)
+    pongs = [s.body for s in core.take_outputs().sends if isinstance(s.body, Pong)]
+    assert pongs == [Pong(5, 100.06, 0.06, 0.06)]
+
+
+def test_same_inputs_same_outputs_bit_for_bit() -> None:
+    def run() -> list[str]:
+        core = AgentCore(config(), t0=0.0)
+        digests = []
+        for k in range(1, 40):
+            t = k * 0.1
+            core.on_car_status(t, 0.5, 0.45, 0.1)
+            if k % 7 == 0:
+                core.on_message(heartbeat(3, k, t), PEER, t)
+            core.tick(t)
+            core.take_outputs()
+            digests.append(core.belief_digest())
+        return digests
+
+    assert run() == run()
