@@ -37,6 +37,7 @@ from agents.belief import (
 from agents.belief import Detection as GridDetection
 from agents.belief.track import cv_predict
 from agents.drive_model import DriveModel
+from agents.faults import Byzantine, ByzantineSpec, Stage
 from agents.localization import LocalizerParams, PoseEKF
 from agents.navigation import BeliefView, NavDecision, Navigator, NavParams, Room, TrackView
 from agents.observations import ObservationBatch
@@ -236,6 +237,12 @@ class AgentCore:
         self._last_detection_at = -math.inf
         self._snapshot_id = 0
         self._pose_had = False
+        self.sensor_fault: Byzantine | None = None  # a broken sensor (Byzantine at=sense)
+
+    def set_sensor_fault(self, spec: ByzantineSpec | None, seed: int) -> None:
+        """Distort this agent's own detections from now on (``None``: an honest sensor)."""
+        honest = spec is None or spec.is_honest or spec.at is not Stage.SENSE
+        self.sensor_fault = None if honest else Byzantine(spec, seed)  # type: ignore[arg-type]
 
     # ---------------------------------------------------------------- inputs
 
@@ -265,6 +272,8 @@ class AgentCore:
         at = self.localizer.pose_at(batch.t_capture)
         detections: list[GridDetection] = []
         det = result.detection
+        if det is not None and self.sensor_fault is not None:
+            det = self.sensor_fault.transform_observation(det, now)
         if det is not None:
             self.stats["detections"] += 1
             self._last_detection_at = det.t

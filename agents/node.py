@@ -17,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from agents.belief import CellBlock
 from agents.core import AgentCore, OutPatch, OutSnapshot, Send
+from agents.faults import Byzantine, ByzantineSpec, CellArrays
 from agents.navigation import NavDecision
 from agents.observations import ObservationBatch, PoseFix, TagSighting
-from protocol.swarm import Message, SwarmReceiver, SwarmSender
+from protocol.swarm import Message, SwarmReceiver, SwarmSender, Track
 from protocol.swarm.codec import decode_payload
 from protocol.swarm.messages import MAC_LEN
 
@@ -28,7 +30,7 @@ Address = tuple[str, int]
 LogFn = Callable[..., None]  # log(event, t=..., **fields), e.g. RunLog.log
 
 # Events that are inputs of the core, in the order they happened.
-INPUT_EVENTS = frozenset({"rx", "discovered", "car", "obs", "tick"})
+INPUT_EVENTS = frozenset({"rx", "discovered", "car", "obs", "tick", "byzantine"})
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,19 @@ class SwarmNode:
         self.datagrams_in = 0
         self._out: list[Datagram] = []
         self.decision: NavDecision | None = None
+        self.liar: Byzantine | None = None  # what it sends is distorted (Byzantine at=send)
+
+    def set_byzantine(self, spec: ByzantineSpec | None, seed: int, now: float) -> None:
+        """Make this agent lie (``None`` or an honest spec: stop lying).
+
+        Send-stage behaviours distort what it broadcasts, its own belief staying
+        honest; sense-stage ones distort its detections inside the core. The change
+        is logged as a core input so that a replay reproduces it.
+        """
+        mapping = None if spec is None else spec.to_mapping()
+        self.log("byzantine", t=now, spec=mapping, seed=seed)
+        self.core.set_sensor_fault(spec, seed)
+        self.liar = None if spec is None or spec.is_honest else Byzantine(spec, seed + 1)
 
     # ------------------------------------------------------------ inputs
 
@@ -161,20 +176,37 @@ class SwarmNode:
 
     def _encode(self, send: Send, now: float) -> list[bytes]:
         body = send.body
-        mm = round(self.core.config.grid.cell_size * 1000)
+        size = self.core.config.grid.cell_size
+        mm = round(size * 1000)
         if isinstance(body, OutPatch):
-            c = body.cells
+            c = self._lie_cells(body.cells, now, "patch")
+            if not len(c.ix):
+                return []
             return self.sender.patch_datagrams(
                 c.ix, c.iy, c.mu, c.var, cell_size_mm=mm, t_ref=body.t_ref, now=now
             )
         if isinstance(body, OutSnapshot):
-            c = body.cells
+            c = self._lie_cells(body.cells, now, "snapshot")
+            ox, oy = body.origin
+            inside = (c.ix >= ox) & (c.ix < ox + body.width) & (c.iy >= oy) & (
+                c.iy < oy + body.height
+            )
             return self.sender.snapshot_datagrams(
-                c.ix, c.iy, c.mu, c.var, snapshot_id=body.snapshot_id,
-                origin_ix=body.origin[0], origin_iy=body.origin[1], width=body.width,
+                c.ix[inside], c.iy[inside], c.mu[inside], c.var[inside],
+                snapshot_id=body.snapshot_id, origin_ix=ox, origin_iy=oy, width=body.width,
                 height=body.height, cell_size_mm=mm, t_ref=body.t_ref, now=now,
             )
+        if isinstance(body, Track) and self.liar is not None:
+            body = self.liar.transform_track(body, now)
         return [self.sender.seal(body, now)]
+
+    def _lie_cells(self, cells: CellBlock, now: float, stream: str) -> CellArrays:
+        if self.liar is None:
+            return CellArrays(cells.ix, cells.iy, cells.mu, cells.var)
+        return self.liar.transform_cells(
+            cells.ix, cells.iy, cells.mu, cells.var, now,
+            cell_size=self.core.config.grid.cell_size, stream=stream,
+        )
 
 
 def replay_inputs(
@@ -202,6 +234,9 @@ def replay_inputs(
             core.on_observations(batch_from_fields(line), t)
         elif event == "tick":
             core.tick(t)
+        elif event == "byzantine":
+            spec = None if line["spec"] is None else ByzantineSpec.from_mapping(line["spec"])
+            core.set_sensor_fault(spec, int(line["seed"]))
         else:
             continue
         for record in core.take_outputs().records:

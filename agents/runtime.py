@@ -24,13 +24,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agents.carlink.adapter import CarAdapter, CarUpdate
 from agents.carlink.lock import CarLock
+from agents.control import control_path, serve_control
 from agents.core import AgentConfig, AgentCore
 from agents.discovery import Discovery, DuplicateAgentError
+from agents.faults import LinkFaults, parse_byzantine, parse_faults
 from agents.net import Interface, broadcast_socket, unicast_socket
 from agents.node import SwarmNode
+from agents.transport import Direction, TransportFaults
 from protocol.mz01.session import (
     COMMAND_PORT,
     PROBE_PORT,
@@ -233,6 +237,7 @@ class AgentRuntime:
         self.node = SwarmNode(
             self.core, o.key, self.swarm_id, o.epoch, limit=o.limit, log=self.log.log
         )
+        self.faults = TransportFaults(o.config.name, o.epoch, self._peer_name)
         self.lock = CarLock(o.car, o.lock_dir)
         self.car: CarLink | None = None
         self.discovery: Discovery | None = None
@@ -240,15 +245,36 @@ class AgentRuntime:
         self._tx: asyncio.DatagramTransport | None = None
         self._rx: asyncio.DatagramTransport | None = None
         self._stop: asyncio.Event | None = None
+        self._control: asyncio.AbstractServer | None = None
 
     # ------------------------------------------------------------------ inputs
 
     def now(self) -> float:
         return time.monotonic()
 
+    def _peer_name(self, addr: Address) -> str | None:
+        for name, peer in self.core.peers.items():
+            if peer.addr == addr:
+                return name
+        return None
+
     def on_swarm_datagram(self, data: bytes, src: Address) -> None:
+        copies = self.faults.incoming(data, src, self.now())
+        self._log_faults()
+        for copy in copies:
+            if copy.delay <= 0:
+                self._deliver(copy.data, src)
+            elif self._loop is not None:
+                self._loop.call_later(copy.delay, self._deliver, copy.data, src)
+
+    def _deliver(self, data: bytes, src: Address) -> None:
         self.node.receive_datagram(data, src, self.now())
         self._flush()
+
+    def _log_faults(self) -> None:
+        for record in self.faults.records():
+            t = record.pop("t")
+            self.log.log("fault", t=t, **record)
 
     def _on_car_update(self, update: CarUpdate) -> None:  # car thread
         loop = self._loop
@@ -279,8 +305,79 @@ class AgentRuntime:
         if self._tx is None:
             return
         bcast = (self.options.iface.broadcast, self.options.swarm_port)
+        now = self.now()
         for dg in self.node.datagrams():
-            self._tx.sendto(dg.data, dg.to if dg.to is not None else bcast)
+            dest = dg.to if dg.to is not None else bcast
+            for copy in self.faults.outgoing(dg.data, dg.to, now):
+                if copy.delay <= 0:
+                    self._tx.sendto(copy.data, dest)
+                elif self._loop is not None:
+                    self._loop.call_later(copy.delay, self._send_later, copy.data, dest)
+        self._log_faults()
+
+    def _send_later(self, data: bytes, dest: Address) -> None:
+        if self._tx is not None and not self._tx.is_closing():
+            self._tx.sendto(data, dest)
+
+    # ------------------------------------------------------------------ control
+
+    def _control_request(self, req: dict[str, Any]) -> dict[str, Any]:
+        now = self.now()
+        cmd = req.get("cmd")
+        if cmd == "status":
+            return self.status(now)
+        if cmd == "set":
+            spec = parse_faults(str(req.get("faults", "")))
+            direction = Direction(req.get("direction", "both"))
+            change = self.faults.set(spec, direction, now)
+            self.log.log("faults_set", **change)
+            return {"faults": self.faults.status()}
+        if cmd == "byzantine":
+            byz = parse_byzantine(str(req.get("spec", "")))
+            self.node.set_byzantine(byz, self.options.epoch, now)
+            return {"byzantine": byz.to_mapping()}
+        if cmd == "clear":
+            self.faults.set(LinkFaults(), Direction.BOTH, now)
+            self.node.set_byzantine(None, self.options.epoch, now)
+            self.log.log("faults_set", direction="both", spec={})
+            return {"faults": self.faults.status()}
+        raise ValueError(f"unknown command {cmd!r} (status, set, byzantine, clear)")
+
+    def status(self, now: float) -> dict[str, Any]:
+        core = self.core
+        car = self.car.session if self.car is not None else None
+        return {
+            "agent": core.config.name,
+            "epoch": self.options.epoch,
+            "pose": core.localizer.pose,
+            "track": None if not core.track.initialised else {
+                "x": core.track.state[:2].tolist(),
+                "uncertainty": core.track.uncertainty,
+                "confident": core.track_confident(now),
+            },
+            "peers": {
+                name: {
+                    "lost": p.lost,
+                    "addr": list(p.addr),
+                    "silent_s": round(now - p.last_heard, 3),
+                    "score": core.reputation.score(name),
+                    "fused": core.reputation.fusable(name),
+                    "clock_synced": p.clock.synchronized_at_time(now),
+                }
+                for name, p in sorted(core.peers.items())
+            },
+            "car": None if car is None else {
+                "state": car.state.value,
+                "synced": car.synchronized_at_time(now),
+                "rejects": car.rejects.as_dict(),
+            },
+            "rejected": self.node.receiver.counters.as_dict(),
+            "core_counters": core.counters.as_dict(),
+            "datagrams": {"in": self.node.datagrams_in, "out": self.node.datagrams_out},
+            "bytes": {"in": self.node.bytes_in, "out": self.node.bytes_out},
+            "faults": self.faults.status(),
+            "byzantine": None if self.node.liar is None else self.node.liar.spec.to_mapping(),
+        }
 
     # ------------------------------------------------------------------ running
 
@@ -339,6 +436,10 @@ class AgentRuntime:
                 lambda: _SwarmProtocol(self), sock=rx_sock
             )
             port = tx_sock.getsockname()[1]
+            self._control = await serve_control(
+                control_path(o.run_dir, o.config.name), o.config.name, o.key,
+                self._control_request,
+            )
             self.log.log("listening", unicast=[o.iface.address, port], broadcast=o.swarm_port)
             for name, addr in o.static_peers:
                 self._discovered(name, addr, 0)
@@ -368,6 +469,9 @@ class AgentRuntime:
             await self._shutdown()
 
     async def _shutdown(self) -> None:
+        if self._control is not None:
+            self._control.close()
+            control_path(self.options.run_dir, self.options.config.name).unlink(missing_ok=True)
         if self._tx is not None:
             bye = self.node.sender.seal(Bye("shutdown"), self.now())
             self._tx.sendto(bye, (self.options.iface.broadcast, self.options.swarm_port))

@@ -64,6 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay_main.add_arguments(replay)
 
+    from tools import faults_cmd
+
+    faults = sub.add_parser(
+        "faults",
+        help="inject or clear faults on a running agent (or the world's cars)",
+        description=faults_cmd.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    faults_cmd.add_faults_arguments(faults)
+    status = sub.add_parser("status", help="running agents: peers, reputation, counters")
+    faults_cmd.add_status_arguments(status)
+
     keygen = sub.add_parser("keygen", help="write a new random swarm key file")
     keygen.add_argument("path", type=Path, help="where to write the key (hex, mode 0600)")
 
@@ -100,6 +112,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tools.replay import main as replay_main
 
         return replay_main.main(args)
+    if args.command == "faults":
+        from tools import faults_cmd
+
+        return faults_cmd.faults_main(args)
+    if args.command == "status":
+        from tools import faults_cmd
+
+        return faults_cmd.status_main(args)
     if args.command == "keygen":
         from tools.swarmkey import write_key
 

@@ -1,0 +1,161 @@
+"""``stigmesh faults`` and ``stigmesh status``: change and inspect a running swarm.
+
+    stigmesh faults AGENT set drop=0.3 burst=0.05,0.5 delay=50ms jitter=10ms [--dir in|out|both]
+    stigmesh faults AGENT byzantine bias=2,0 noise=0.3 replay=5s overconfident=10
+    stigmesh faults AGENT clear | status
+    stigmesh faults world drop-link CAR SECONDS | reboot CAR | freeze-camera CAR SECONDS
+    stigmesh status
+
+Agents are reached through their control sockets in the run directory, which
+only the swarm key opens; the world through its own control socket.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents.control import ControlError, control_path, request
+from agents.faults import FaultSpecError, parse_byzantine, parse_faults
+from tools.swarmkey import KeyFileError, read_key
+
+
+def _newest_run() -> Path | None:
+    runs = [p for p in Path("runs").glob("*") if p.is_dir() and any(p.glob("*.sock"))]
+    return max(runs, key=lambda p: p.stat().st_mtime) if runs else None
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run-dir", type=Path, default=None,
+                   help="the run directory (default: the newest live one under runs/)")
+    p.add_argument("--swarm-key", type=Path, default=None,
+                   help="swarm key file (default: RUN_DIR/swarm.key)")
+
+
+def add_faults_arguments(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("target", metavar="AGENT", help="an agent's name, or 'world'")
+    p.add_argument("action", help="set, byzantine, clear, status; for the world: drop-link, "
+                   "reboot, freeze-camera")
+    p.add_argument("tokens", nargs="*", help="fault tokens (see agents/faults) or arguments")
+    p.add_argument("--dir", choices=("in", "out", "both"), default="both",
+                   help="which way network faults apply (default both)")
+
+
+def add_status_arguments(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--json", action="store_true", help="print the raw status objects")
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"stigmesh: {message}", file=sys.stderr)
+    return code
+
+
+def _resolve(args: argparse.Namespace) -> tuple[Path, bytes] | str:
+    run_dir = args.run_dir or _newest_run()
+    if run_dir is None:
+        return "no live run found under runs/; give --run-dir"
+    try:
+        key = read_key(args.swarm_key or run_dir / "swarm.key")
+    except KeyFileError as exc:
+        return str(exc)
+    return run_dir, key
+
+
+def _world(run_dir: Path, action: str, tokens: list[str]) -> int:
+    from worlds.control import ControlError as WorldError
+    from worlds.control import WorldControl
+
+    world = WorldControl(run_dir)
+    try:
+        if action == "drop-link" and len(tokens) == 2:
+            reply = world.drop_link(int(tokens[0]), float(tokens[1]))
+        elif action == "reboot" and len(tokens) in (1, 2):
+            reply = world.reboot(int(tokens[0]), float(tokens[1]) if len(tokens) == 2 else 0.0)
+        elif action == "freeze-camera" and len(tokens) == 2:
+            reply = world.freeze_camera(int(tokens[0]), float(tokens[1]))
+        elif action == "status" and not tokens:
+            reply = world.status()
+        else:
+            return _fail("world faults: drop-link CAR SECONDS | reboot CAR [DOWN_S] | "
+                         "freeze-camera CAR SECONDS | status")
+    except (WorldError, OSError, ValueError) as exc:
+        return _fail(f"world: {exc}", 1)
+    print(json.dumps(reply, indent=2))
+    return 0
+
+
+def faults_main(args: argparse.Namespace) -> int:
+    where = _resolve(args)
+    if isinstance(where, str):
+        return _fail(where)
+    run_dir, key = where
+    if args.target == "world":
+        return _world(run_dir, args.action, args.tokens)
+    text = " ".join(args.tokens)
+    try:
+        if args.action == "set":
+            parse_faults(text)  # a clear error before anything is sent
+            req: dict[str, Any] = {"cmd": "set", "faults": text, "direction": args.dir}
+        elif args.action == "byzantine":
+            parse_byzantine(text)
+            req = {"cmd": "byzantine", "spec": text}
+        elif args.action in ("clear", "status") and not args.tokens:
+            req = {"cmd": args.action}
+        else:
+            return _fail(f"unknown action {args.action!r}: set, byzantine, clear or status")
+        reply = request(control_path(run_dir, args.target), key, req)
+    except FaultSpecError as exc:
+        return _fail(str(exc))
+    except ControlError as exc:
+        return _fail(f"{args.target}: {exc}", 1)
+    reply.pop("ok", None)
+    print(json.dumps(reply, indent=2))
+    return 0
+
+
+def _line(status: dict[str, Any]) -> str:
+    peers = ", ".join(
+        f"{name}{' (lost)' if p['lost'] else ''} score {p['score']:.2f}"
+        f"{'' if p['fused'] else ' NOT FUSED'}"
+        for name, p in status["peers"].items()
+    ) or "none"
+    track = status.get("track")
+    track_text = "no track" if not track else (
+        f"track ({track['x'][0]:.2f}, {track['x'][1]:.2f}) ±{track['uncertainty']:.3f}"
+    )
+    rejected = ", ".join(f"{k} {v}" for k, v in status["rejected"].items()) or "none"
+    active = [d for d in ("in", "out") if status["faults"][d]]
+    return (
+        f"{status['agent']} (epoch {status['epoch']:08x}): {track_text}; "
+        f"car {status['car']['state'] if status['car'] else '-'}\n"
+        f"  peers: {peers}\n"
+        f"  datagrams in {status['datagrams']['in']} out {status['datagrams']['out']}; "
+        f"rejected: {rejected}; faults: {', '.join(active) or 'none'}"
+        + (f"; byzantine {status['byzantine']}" if status.get("byzantine") else "")
+    )
+
+
+def status_main(args: argparse.Namespace) -> int:
+    where = _resolve(args)
+    if isinstance(where, str):
+        return _fail(where)
+    run_dir, key = where
+    sockets = sorted(p for p in run_dir.glob("*.sock") if p.name != "world.sock")
+    if not sockets:
+        return _fail(f"no running agent in {run_dir}", 1)
+    failed = 0
+    for path in sockets:
+        try:
+            status = request(path, key, {"cmd": "status"})
+        except ControlError as exc:
+            print(f"{path.stem}: {exc}")
+            failed += 1
+            continue
+        status.pop("ok", None)
+        print(json.dumps(status) if args.json else _line(status))
+    return 1 if failed else 0
