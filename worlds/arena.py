@@ -516,6 +516,9 @@ def _camera(t: _Table | None) -> Camera:
     return camera
 
 
+SIM_NETWORKS = (ipaddress.IPv4Network("127.0.0.0/8"), ipaddress.IPv4Network("198.18.0.0/15"))
+
+
 def _car(t: _Table) -> CarSpec:
     car_id = t.integer("id", None, 1, 255)
     name = t.string("name")
@@ -526,11 +529,15 @@ def _car(t: _Table) -> CarSpec:
         ip = ipaddress.IPv4Address(address)
     except ipaddress.AddressValueError:
         raise t.fail("address", f"{address!r} is not an IPv4 address") from None
-    if ip not in ipaddress.IPv4Network("127.0.0.0/8") or address in (
-        "127.0.0.0",
-        "127.255.255.255",
-    ):
-        raise t.fail("address", f"{address} is not a loopback host address (127.0.0.0/8 only)")
+    # A simulated car lives on loopback, or in a test network (198.18.0.0/15, RFC 2544)
+    # inside namespaces a test made: never on the machine's own networks.
+    net = next((n for n in SIM_NETWORKS if ip in n), None)
+    if net is None or ip in (net.network_address, net.broadcast_address):
+        raise t.fail(
+            "address",
+            f"{address} is not a host address in 127.0.0.0/8 (loopback) or 198.18.0.0/15 "
+            "(a test network inside network namespaces)",
+        )
     car = CarSpec(
         car_id,
         name,

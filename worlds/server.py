@@ -26,6 +26,7 @@ from typing import Any
 
 from protocol.mjpeg import encode_part, response_head
 from protocol.runlog import RunLog
+from worlds.arena import SIM_NETWORKS
 from worlds.control import MAX_LINE, ControlError, control_path, parse_request
 from worlds.sim import PORT_CAMERA, PORT_COMMAND, PORT_PROBE, Step, World, WorldError
 
@@ -33,7 +34,12 @@ MAX_LAG = 0.15  # s of physics the world may be behind the clock before it skips
 RTF_PERIOD = 5.0  # s between `rtf` log events
 STREAM_BUFFER_LIMIT = 64 * 1024  # a client with more unsent bytes skips frames
 REQUEST_TIMEOUT = 5.0
-LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
+def _same_sim_network(car: str, dst: str) -> bool:
+    try:
+        a, b = ipaddress.IPv4Address(car), ipaddress.IPv4Address(dst)
+    except ValueError:
+        return False
+    return any(a in net and b in net for net in SIM_NETWORKS)
 
 
 class BindError(OSError):
@@ -105,7 +111,9 @@ class WorldServer:
             transport = self._udp.get((send.car, send.port))
             if transport is None or transport.is_closing():
                 continue
-            if ipaddress.IPv4Address(send.dst[0]) not in LOOPBACK:  # never leaves loopback
+            # A car answers only inside its own simulated network: loopback, or the
+            # 198.18.0.0/15 test network of namespaces a test made. Never beyond.
+            if not _same_sim_network(self.world.cars[send.car].spec.address, send.dst[0]):
                 self.counters["non_loopback"] += 1
                 continue
             transport.sendto(send.data, send.dst)

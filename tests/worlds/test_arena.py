@@ -131,6 +131,8 @@ def test_syntax_error_names_the_line():
 # (old text, new text, the line to blame (a needle in the new text), words in the reason)
 CASES = [
     ('address = "127.0.2.2"', 'address = "10.0.0.2"', '"10.0.0.2"', "loopback"),
+    ('address = "127.0.2.2"', 'address = "198.20.0.2"', '"198.20.0.2"', "198.18.0.0/15"),
+    ('address = "127.0.2.2"', 'address = "198.19.255.255"', '"198.19.255.255"', "test network"),
     ('address = "127.0.2.2"', 'address = "127.255.255.255"', "127.255.255.255", "loopback"),
     ('address = "127.0.2.2"', 'address = "127.0.2.1"', 'address = "127.0.2.1"', "repeats"),
     ('address = "127.0.2.2"', 'address = "localhost"', "localhost", "IPv4"),
@@ -228,3 +230,8 @@ def test_unreadable_file(tmp_path: Path):
     with pytest.raises(ArenaError) as info:
         load_arena(tmp_path / "missing.toml")
     assert "cannot read" in info.value.reason
+
+
+def test_cars_may_live_in_the_namespace_test_network() -> None:
+    arena = parse_arena(BASE.replace('"127.0.2.2"', '"198.18.2.2"'), "test.toml")
+    assert arena.car(2).address == "198.18.2.2"
