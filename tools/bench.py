@@ -8,6 +8,7 @@ are noisy.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import platform
@@ -53,3 +54,13 @@ def run_bench(suite: str, as_json: bool, quick: bool) -> int:
     if failed:
         print(f"# {failed} case(s) missed their target", file=sys.stderr)
     return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("suite", choices=[*SUITES, "all"], help="which benchmark suite")
+    p.add_argument("--json", action="store_true", help="one JSON object per case")
+    p.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test)")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run_bench(args.suite, as_json=args.json, quick=args.quick)

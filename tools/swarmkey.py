@@ -1,12 +1,14 @@
-"""Swarm key files: the shared secret that authenticates every swarm datagram.
+"""``stigmesh keygen FILE``: a new swarm key, the secret that authenticates every datagram.
 
-A key file holds the key as hexadecimal text (32 random bytes by default).
+A key file holds the key as hexadecimal text (32 random bytes), mode 0600.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import secrets
+import sys
 from pathlib import Path
 
 MIN_KEY_BYTES = 16
@@ -42,3 +44,20 @@ def read_key(path: Path) -> bytes:
             f"swarm key in {path} is {len(key)} bytes; at least {MIN_KEY_BYTES} are needed"
         )
     return key
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", type=Path, help="where to write the key (hex, mode 0600)")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        write_key(args.path)
+    except FileExistsError:
+        print(f"stigmesh keygen: {args.path} exists; not overwritten", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"stigmesh keygen: cannot write {args.path}: {exc.strerror}", file=sys.stderr)
+        return 1
+    print(f"wrote a new swarm key to {args.path}")
+    return 0
