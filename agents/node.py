@@ -143,8 +143,12 @@ class SwarmNode:
         self.log("car", t=now, duty=duty, gyro=gyro_z)
         self.core.on_car_status(now, duty[0], duty[1], gyro_z)
 
-    def observations(self, batch: ObservationBatch, now: float) -> None:
-        self.log("obs", t=now, **batch_to_fields(batch))
+    def observations(
+        self, batch: ObservationBatch, now: float, stages: dict[str, float] | None = None
+    ) -> None:
+        """A sensor frame; ``stages`` are its per-stage timestamps (camera), for the log."""
+        extra = {} if stages is None else {"stages": stages}
+        self.log("obs", t=now, **batch_to_fields(batch), **extra)
         self.core.on_observations(batch, now)
         self._collect(now)
 

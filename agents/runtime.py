@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents.camera import CameraDriver
 from agents.carlink.adapter import CarAdapter, CarUpdate
 from agents.carlink.lock import CarLock
 from agents.control import control_path, serve_control
@@ -34,6 +35,8 @@ from agents.discovery import Discovery, DuplicateAgentError
 from agents.faults import LinkFaults, parse_byzantine, parse_faults
 from agents.net import Interface, broadcast_socket, unicast_socket
 from agents.node import SwarmNode
+from agents.observations import ObservationBatch
+from agents.perception.pipeline import Pipeline, PredictedPose
 from agents.transport import Direction, TransportFaults
 from protocol.mz01.session import (
     COMMAND_PORT,
@@ -75,6 +78,7 @@ class RuntimeOptions:
     car_timeout: float = 5.0
     lock_dir: Path | None = None
     epoch: int = field(default_factory=lambda: random.SystemRandom().randrange(1, 2**32))
+    pipeline: Pipeline | None = None  # camera sensing: the perception pipeline to run
 
 
 class _CarProtocol(asyncio.DatagramProtocol):
@@ -104,6 +108,9 @@ class CarLink:
         self.session = ControllerSession(config)
         self.adapter = CarAdapter(self.session)
         self.connected = threading.Event()
+        # Read by other threads (the camera worker): replaced whole, never mutated.
+        self.clock_view: tuple[float, float] | None = None  # (offset, valid_until), synced
+        self.boot: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._transport: asyncio.DatagramTransport | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -171,10 +178,26 @@ class CarLink:
         if addr[1] == COMMAND_PORT:
             self.log("car_rx", t=now, raw=data)
         update = self.adapter.receive_datagram(data, addr[1], now)
+        self._publish(now)
         if update is not None:
             self.connected.set()
             self.on_update(update)
         self._service()
+
+    def _publish(self, now: float) -> None:
+        s = self.session
+        self.boot = s.telemetry.boot if s.telemetry is not None else None
+        if s.synchronized_at_time(now):
+            self.clock_view = (s.clock.offset_at_time(now), now + 0.5)
+        else:
+            self.clock_view = None
+
+    def car_to_local(self, uptime_s: float) -> float | None:
+        """Car uptime (s) to the local clock; None while the car clock is unsynchronised."""
+        view = self.clock_view
+        if view is None or time.monotonic() > view[1]:
+            return None
+        return uptime_s - view[0]
 
     def _set_decision(self, left: float, right: float) -> None:
         self.adapter.set_decision(left, right, self._now())
@@ -240,6 +263,8 @@ class AgentRuntime:
         self.faults = TransportFaults(o.config.name, o.epoch, self._peer_name)
         self.lock = CarLock(o.car, o.lock_dir)
         self.car: CarLink | None = None
+        self.camera: CameraDriver | None = None
+        self._pose_view: PredictedPose | None = None  # for the camera worker, replaced whole
         self.discovery: Discovery | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tx: asyncio.DatagramTransport | None = None
@@ -288,6 +313,27 @@ class AgentRuntime:
         if update.batch is not None:
             self.node.observations(update.batch, now)
         self._flush()
+
+    def _on_camera_batch(self, batch: ObservationBatch, stages: dict[str, Any]) -> None:
+        loop = self._loop  # camera worker thread
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._camera_batch, batch, stages)
+
+    def _camera_batch(self, batch: ObservationBatch, stages: dict[str, Any]) -> None:
+        now = self.now()
+        names = {"t_capture": "capture", "t_receipt": "receipt", "t_decoded": "decode",
+                 "t_detected": "detection", "t_posed": "pose"}  # RUNLOG.md stage names
+        stamps = {names[k]: v for k, v in stages.items() if k in names}
+        self.node.observations(batch, now, stages=stamps)
+        self._flush()
+
+    def _predicted(self, t: float) -> PredictedPose | None:
+        return self._pose_view
+
+    def _publish_pose(self) -> None:
+        pose, cov = self.core.localizer.pose, self.core.localizer.cov
+        self._pose_view = None if pose is None else PredictedPose(pose[0], pose[1], pose[2], cov)
 
     def _on_peer(self, name: str, addr: Address, epoch: int) -> None:  # zeroconf thread
         loop = self._loop
@@ -389,6 +435,8 @@ class AgentRuntime:
             decision = self.node.tick(self.now())
             if decision is not None and self.car is not None:
                 self.car.set_decision(decision.duty_left, decision.duty_right)
+                self.log.log("decision_sent", mode=decision.mode.value)
+            self._publish_pose()
             self._flush()
             next_at += period
             delay = next_at - self.now()
@@ -411,6 +459,13 @@ class AgentRuntime:
                 f"{o.car_timeout:g} s (is it powered, on this network, and is the address right?)",
                 EXIT_NO_CAR,
             )
+        if o.pipeline is not None:
+            car = self.car
+            self.camera = CameraDriver(
+                o.car, o.pipeline, lambda: car.boot, car.car_to_local, self._on_camera_batch,
+                self.log.log, predict=self._predicted,
+            )
+            self.camera.start()
 
     async def run(self) -> int:
         o = self.options
@@ -476,6 +531,9 @@ class AgentRuntime:
             bye = self.node.sender.seal(Bye("shutdown"), self.now())
             self._tx.sendto(bye, (self.options.iface.broadcast, self.options.swarm_port))
             self.log.log("tx", to=None, kind="bye", raw=bye)
+        if self.camera is not None:
+            self.camera.stop()
+            self.log.log("camera_stats", **self.camera.stats())
         if self.car is not None:
             self.car.stop()
         if self.discovery is not None:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import socket
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from agents.belief import FusionRule
@@ -54,6 +55,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, default=None, help="stop after S seconds")
     p.add_argument("--car-timeout", type=float, default=5.0,
                    help="seconds to wait for the car's first telemetry (default 5)")
+    p.add_argument("--sensing", choices=("synthetic", "camera"), default="synthetic",
+                   help="synthetic: observations in simulated telemetry; camera: AprilTag "
+                   "perception on the car's MJPEG stream (default synthetic)")
+    p.add_argument("--tag-map", type=Path, default=None,
+                   help="camera: a tag map / camera mount TOML (default: from the arena)")
+    p.add_argument("--intrinsics", type=Path, default=None,
+                   help="camera: intrinsics from `stigmesh calibrate` (default: the map's)")
 
 
 def _error(message: str) -> None:
@@ -75,10 +83,28 @@ def main(args: argparse.Namespace) -> int:
     config = agent_config(
         arena, args.name, fusion=args.fusion, use_reputation=not args.no_reputation
     )
+    pipeline = None
+    if args.sensing == "camera":
+        from agents.perception.pipeline import Pipeline
+        from agents.perception.tagmap import (
+            MapError,
+            load_intrinsics,
+            load_map,
+            map_from_arena,
+        )
+
+        try:
+            tag_map = load_map(args.tag_map) if args.tag_map else map_from_arena(arena)
+            if args.intrinsics is not None:
+                tag_map = replace(tag_map, camera=load_intrinsics(args.intrinsics))
+        except (MapError, OSError) as exc:
+            _error(f"camera map: {exc}")
+            return EXIT_USAGE
+        pipeline = Pipeline(tag_map)
     options = RuntimeOptions(
         config=config, car=car, iface=iface, key=key, swarm=args.swarm, run_dir=args.run_dir,
         swarm_port=args.port, static_peers=tuple(args.peer), mdns=not args.no_mdns,
-        duration=args.duration, car_timeout=args.car_timeout,
+        duration=args.duration, car_timeout=args.car_timeout, pipeline=pipeline,
     )
     print(
         f"stigmesh agent {args.name}: car {car}, interface {iface.name} ({iface.address}, "

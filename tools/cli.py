@@ -38,6 +38,8 @@ COMMANDS = (
             add="add_faults_arguments", run="faults_main"),
     Command("status", "tools.faults_cmd", "running agents: peers, reputation, counters",
             add="add_status_arguments", run="status_main"),
+    Command("calibrate", "tools.calibrate",
+            "camera intrinsics from checkerboard views (a car's stream or a folder)"),
     Command("keygen", "tools.swarmkey", "write a new random swarm key file"),
     Command("bench", "tools.bench", "run a benchmark and print what it measured"),
 )

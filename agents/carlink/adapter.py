@@ -4,10 +4,12 @@
   applies, its gyro rate, and, in simulation, the synthetic observation as an
   :class:`~agents.observations.ObservationBatch` stamped through the car clock.
 - Each wheel decision goes to the session under one explicit policy: while
-  the car cannot be armed the session is handed neutral, so that when it can
-  be armed again the agent's next motion is a fresh neutral-to-motion gesture.
-  A fault still consumes the gesture (the session's rule); this policy is what
-  lets an autonomous agent re-arm by itself after, say, a car reboot.
+  the car cannot be armed the session is handed neutral; when it can be armed
+  and the agent wants motion, the agent performs the gesture itself — neutral,
+  then motion. A fault still consumes the gesture (the session's rule), so
+  every re-arm is a deliberate new gesture, at most one per ARM attempt; this
+  is what lets an autonomous agent re-arm by itself after a refused ARM or a
+  car reboot.
 """
 
 from __future__ import annotations
@@ -76,7 +78,11 @@ class CarAdapter:
 
     def set_decision(self, left: float, right: float, now: float) -> None:
         s = self.session
-        if s.state in (SessionState.ARMING, SessionState.DRIVING) or s.armable_at_time(now):
+        if s.state in (SessionState.ARMING, SessionState.DRIVING):
+            s.set_decision(left, right, now)
+        elif s.armable_at_time(now):
+            if (left, right) != (0.0, 0.0) and not s.gesture_available:
+                s.set_decision(0.0, 0.0, now)  # the gesture: neutral first
             s.set_decision(left, right, now)
         else:
             s.set_decision(0.0, 0.0, now)

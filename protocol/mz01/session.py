@@ -222,6 +222,11 @@ class ControllerSession:
             and self.clock.synchronized_at_time(now)
         )
 
+    @property
+    def gesture_available(self) -> bool:
+        """False after a fault, until a neutral decision restores the arming gesture."""
+        return self._neutral_seen
+
     def decision_at_time(self, now: float) -> tuple[float, float]:
         """The wheels a DRIVE sent now carries: the decision while its lease holds, else 0."""
         d = self._decision

@@ -700,6 +700,12 @@ def _stage_times(line: Line) -> dict[str, float]:
 
 
 def latency(logs: Iterable[ProcessLog]) -> Latency:
+    """The per-stage latency budget, and what can be derived from any run.
+
+    A camera frame's ``obs`` line carries its stage stamps (capture, receipt, decode,
+    detection, pose); the next ``decision`` and the DRIVE sent after it complete
+    the chain, as the decision and the DRIVE carry that frame's information.
+    """
     stages: dict[str, list[float]] = {}
     derived: dict[str, list[float]] = {
         "capture→receipt (synchronized obs)": [],
@@ -707,21 +713,30 @@ def latency(logs: Iterable[ProcessLog]) -> Latency:
         "decision→DRIVE sent": [],
     }
     records = 0
+
+    def add(times: dict[str, float]) -> None:
+        present = [s for s in STAGES if s in times]
+        for a, b in pairwise(present):
+            stages.setdefault(f"{a}→{b}", []).append(times[b] - times[a])
+        if len(present) > 2:
+            stages.setdefault(f"{present[0]}→{present[-1]}", []).append(
+                times[present[-1]] - times[present[0]]
+            )
+
     for log in logs:
         pending_obs: list[float] = []
         pending_decision: float | None = None
+        frames: list[dict[str, float]] = []  # stamped frames waiting for their decision
+        decided: list[dict[str, float]] = []  # ... and for the DRIVE after it
         for line in log.lines:
             times = _stage_times(line)
+            event = line["event"]
             if len(times) >= 2:
                 records += 1
-                present = [s for s in STAGES if s in times]
-                for a, b in pairwise(present):
-                    stages.setdefault(f"{a}→{b}", []).append(times[b] - times[a])
-                if len(present) > 2:
-                    stages.setdefault(f"{present[0]}→{present[-1]}", []).append(
-                        times[present[-1]] - times[present[0]]
-                    )
-            event = line["event"]
+                if event == "obs":
+                    frames.append(times)
+                else:
+                    add(times)
             if event == "obs":
                 tc = line.get("t_capture")
                 if line.get("synchronized") and isinstance(tc, int | float):
@@ -733,9 +748,18 @@ def latency(logs: Iterable[ProcessLog]) -> Latency:
                     derived["receipt→decision (frames with the target)"].append(line["t"] - t)
                 pending_obs = []
                 pending_decision = line["t"]
-            elif event == "car_tx" and line.get("kind") == "drive" and pending_decision is not None:
-                derived["decision→DRIVE sent"].append(line["t"] - pending_decision)
-                pending_decision = None
+                for f in frames:
+                    f["decision"] = line["t"]
+                decided += frames
+                frames = []
+            elif event == "car_tx" and line.get("kind") == "drive":
+                if pending_decision is not None:
+                    derived["decision→DRIVE sent"].append(line["t"] - pending_decision)
+                    pending_decision = None
+                for f in decided:
+                    f["drive"] = line["t"]
+                    add(f)
+                decided = []
     return Latency(
         {k: np.asarray(v) for k, v in stages.items()},
         {k: np.asarray(v) for k, v in derived.items() if v},
