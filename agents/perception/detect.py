@@ -96,29 +96,35 @@ def mean_edge(corners: FloatArray) -> float:
     return float(np.mean(np.hypot(edges[:, 0], edges[:, 1])))
 
 
+def safe_detector(**options: Any) -> pupil_apriltags.Detector:
+    """A tag36h11 pupil-apriltags ``Detector`` without the library's two known defects.
+
+    pupil-apriltags 1.0.4 stores ``int(decode_sharpening)`` (0 for 0.25), and its
+    ``__del__`` frees the tag families before the detector, whose destruction then
+    reads them (an intermittent segfault). Use this, never ``Detector`` directly.
+    """
+    sharpening = float(options.get("decode_sharpening", 0.25))
+    detector = pupil_apriltags.Detector(families="tag36h11", **options)
+    detector.tag_detector_ptr.contents.decode_sharpening = sharpening
+    families = dict(detector.tag_families)  # freed only after the detector is gone
+    detector.tag_families = {}
+    weakref.finalize(detector, _free_families, detector.libc, families)
+    return detector
+
+
 class TagDetector:
     """A pupil-apriltags ``Detector`` for tag36h11 plus the gates."""
 
     def __init__(self, params: DetectParams | None = None) -> None:
         self.params = params or DetectParams()
         p = self.params
-        detector = pupil_apriltags.Detector(
-            families="tag36h11",
+        self._detector = safe_detector(
             nthreads=p.nthreads,
             quad_decimate=p.quad_decimate,
             quad_sigma=p.quad_sigma,
             refine_edges=int(p.refine_edges),
             decode_sharpening=p.decode_sharpening,
         )
-        # pupil-apriltags 1.0.4 stores int(decode_sharpening), i.e. 0 for 0.25
-        detector.tag_detector_ptr.contents.decode_sharpening = float(p.decode_sharpening)
-        # ... and its __del__ frees the tag families before the detector, whose
-        # destruction then reads them (an intermittent segfault). Take the
-        # families away from it and free them only after the detector is gone.
-        families = dict(detector.tag_families)
-        detector.tag_families = {}
-        weakref.finalize(detector, _free_families, detector.libc, families)
-        self._detector = detector
 
     def detect(self, gray: npt.NDArray[np.uint8], multi_ids: Collection[int] = ()) -> DetectResult:
         """Detect and gate the tags in a grey ``uint8`` image."""

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import pupil_apriltags
 import pytest
 
+from agents.perception.detect import safe_detector
 from protocol.mjpeg import (
     FrameGate,
     FrameReason,
@@ -151,7 +151,7 @@ def test_camera_stream_decodes_and_reboot_changes_boot(tmp_path: Path):
             for f, received in frames:
                 age = received - (f.capture_ms / 1000 - car.offset)
                 assert -0.005 < age < 0.2, age
-            detector = pupil_apriltags.Detector(families="tag36h11")
+            detector = safe_detector()
             image = cv2.imdecode(np.frombuffer(frames[-1][0].jpeg, np.uint8), cv2.IMREAD_GRAYSCALE)
             assert image is not None and image.shape == (240, 320)
             assert {d.tag_id for d in detector.detect(image)} == {14, 15}

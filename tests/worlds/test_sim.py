@@ -6,10 +6,10 @@ import math
 
 import cv2
 import numpy as np
-import pupil_apriltags
 import pybullet as p
 import pytest
 
+from agents.perception.detect import safe_detector
 from protocol.mz01 import (
     Command,
     Kind,
@@ -304,7 +304,7 @@ def test_camera_frame_decodes_and_gives_the_right_geometry():
         assert image.shape == (240, 320)
         lens = w.renderer.lens
         pinhole = cv2.undistort(image, lens.K, lens.dist)
-        detector = pupil_apriltags.Detector(families="tag36h11")
+        detector = safe_detector()
         cam = w.arena.camera
         found = detector.detect(
             pinhole, estimate_tag_pose=True, camera_params=(cam.fx, cam.fy, cam.cx, cam.cy),
