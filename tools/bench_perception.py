@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import math
 import statistics
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import cv2
@@ -120,4 +122,32 @@ def run(quick: bool) -> list[dict[str, Any]]:
             case["pose_fixes"] = fixes
             case["target_sightings"] = targets
         cases.append(case)
+    if not quick:
+        cases.append(capture_to_drive(seconds=40.0))
     return cases
+
+
+def capture_to_drive(seconds: float) -> dict[str, Any]:
+    """Two camera-mode agents as real processes; each frame's capture to the DRIVE
+    that carries the decision made after it, per stage, from their logs."""
+    from tools.procs import private_swarm, run_swarm
+    from tools.replay.load import load_run
+    from tools.replay.metrics import latency, latency_summary
+    from worlds.arena import shipped_arena
+
+    with tempfile.TemporaryDirectory(prefix="stigmesh-bench-") as tmp:
+        swarm = private_swarm(Path(tmp), shipped_arena("two_cars"))
+        run_swarm(swarm, ["walnut", "hazel"], seconds, ["--sensing", "camera"],
+                  ["--sensing", "camera"])
+        run = load_run(swarm.run_dir)
+        budget = latency_summary(latency(run.agents.values()))
+    stages = budget["stages"]
+    total = stages.get("capture→drive", {})
+    return {
+        "case": "capture_to_drive_camera_mode",
+        "median_ms": total.get("median_ms"),
+        "p95_ms": total.get("p95_ms"),
+        "frames": total.get("n"),
+        "stages": {k: (v["median_ms"], v["p95_ms"]) for k, v in stages.items()},
+        "note": f"2 agents + a camera-mode world, {seconds:g} s; (median, p95) ms per stage",
+    }

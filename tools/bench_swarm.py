@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import base64
 import itertools
-import os
-import random
 import socket
 import statistics
 import tempfile
@@ -27,52 +25,10 @@ import numpy as np
 
 from protocol.runlog import read_run_log
 from protocol.swarm import SwarmSender, swarm_id_from_name
-from tools.procs import Swarm
-from tools.swarmkey import write_key
-from worlds.arena import load_arena, shipped_arena
+from tools.procs import private_swarm, run_swarm
+from worlds.arena import shipped_arena
 
 DRIVE_HZ = 30.0
-
-
-def _private(tmp: Path, name: str) -> Swarm:
-    prefix = f"127.{random.randint(100, 250)}.{random.randint(1, 250)}."
-    source = shipped_arena(name)
-    path = tmp / source.name
-    path.write_text(source.read_text().replace("127.0.2.", prefix))
-    run = tmp / f"run-{name}"
-    run.mkdir()
-    write_key(run / "swarm.key")
-    return Swarm(path, load_arena(path), run, run / "swarm.key")
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    ticks = int(fields[11]) + int(fields[12])  # utime + stime
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _run(swarm: Swarm, names: list[str], seconds: float) -> dict[str, float]:
-    """Run the world and agents; returns CPU seconds per agent (sampled until exit)."""
-    args = ["--swarm", f"bench-{random.getrandbits(32):08x}",
-            "--port", str(random.randint(20000, 40000))]
-    cpu: dict[str, float] = {}
-    try:
-        swarm.start_world(seconds + 20)
-        for name in names:
-            swarm.start_agent(name, seconds, args)
-        deadline = time.monotonic() + seconds + 20
-        while time.monotonic() < deadline and any(swarm.procs[n].alive() for n in names):
-            for name in names:
-                used = _cpu_seconds(swarm.procs[name].pid)
-                if used is not None:
-                    cpu[name] = used
-            time.sleep(0.5)
-    finally:
-        swarm.stop_all()
-    return cpu
 
 
 def _udp_rtt(n: int) -> list[float]:
@@ -171,9 +127,9 @@ def run(quick: bool) -> list[dict[str, Any]]:
     seconds = 15.0 if quick else 40.0
     cases: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="stigmesh-bench-") as tmp:
-        swarm = _private(Path(tmp), "two_cars")
+        swarm = private_swarm(Path(tmp), shipped_arena("two_cars"))
         names = ["walnut", "hazel"]
-        cpu = _run(swarm, names, seconds)
+        cpu = run_swarm(swarm, names, seconds)
         rtt = _udp_rtt(2000)
         lat = _latencies(swarm.run_dir, names)
         if lat:
@@ -196,9 +152,9 @@ def run(quick: bool) -> list[dict[str, Any]]:
                 "cpu_fraction": cpu.get(name, float("nan")) / seconds,
             })
         if not quick:
-            big = _private(Path(tmp), "eight_cars")
+            big = private_swarm(Path(tmp), shipped_arena("eight_cars"), "run8")
             eight = [c.name for c in big.arena.cars]
-            cpu8 = _run(big, eight, 30.0)
+            cpu8 = run_swarm(big, eight, 30.0)
             fraction, expected = _missed_drive_fraction(big.run_dir, eight)
             cases.append({
                 "case": "eight_agents_missed_drive_periods",

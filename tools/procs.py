@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from worlds.arena import Arena
+from tools.swarmkey import write_key
+from worlds.arena import Arena, load_arena
 
 
 @dataclass
@@ -127,3 +129,56 @@ def running(swarm: Swarm) -> Iterator[Swarm]:
         yield swarm
     finally:
         swarm.stop_all()
+
+
+def private_swarm(tmp: Path, arena_source: Path, run_name: str = "run") -> Swarm:
+    """A run directory with a fresh key, and a copy of the arena whose cars live on a
+    loopback /24 no other run on this machine is likely to use."""
+    prefix = f"127.{random.randint(100, 250)}.{random.randint(1, 250)}."
+    path = tmp / arena_source.name
+    path.write_text(arena_source.read_text().replace("127.0.2.", prefix))
+    run_dir = tmp / run_name
+    run_dir.mkdir()
+    write_key(run_dir / "swarm.key")
+    return Swarm(path, load_arena(path), run_dir, run_dir / "swarm.key")
+
+
+def private_swarm_args() -> list[str]:
+    """A swarm name and broadcast port of its own, so parallel runs never mix."""
+    return ["--swarm", f"run-{random.getrandbits(32):08x}",
+            "--port", str(random.randint(20000, 40000))]
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time of a live process, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_swarm(
+    swarm: Swarm,
+    names: Sequence[str],
+    seconds: float,
+    agent_extra: Sequence[str] = (),
+    world_extra: Sequence[str] = (),
+) -> dict[str, float]:
+    """Run the world and agents for ``seconds``; CPU seconds per agent, sampled until exit."""
+    args = [*private_swarm_args(), *agent_extra]
+    cpu: dict[str, float] = {}
+    try:
+        swarm.start_world(seconds + 20, world_extra)
+        for name in names:
+            swarm.start_agent(name, seconds, args)
+        deadline = time.monotonic() + seconds + 30
+        while time.monotonic() < deadline and any(swarm.procs[n].alive() for n in names):
+            for name in names:
+                used = cpu_seconds(swarm.procs[name].pid)
+                if used is not None:
+                    cpu[name] = used
+            time.sleep(0.5)
+    finally:
+        swarm.stop_all()
+    return cpu
