@@ -499,7 +499,8 @@ class AgentCore:
         inflation = self._fusion_weight(peer)
         fused = False
         if inflation is not None:
-            self.track.fuse_peer(x, P, t_local, now, inflation=inflation)
+            rule = FusionRule(self.config.fusion)
+            self.track.fuse_peer(x, P, t_local, now, inflation=inflation, rule=rule)
             self.stats["tracks_fused"] += 1
             fused = True
         self._emit(

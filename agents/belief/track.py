@@ -21,7 +21,7 @@ from enum import StrEnum
 import numpy as np
 import numpy.typing as npt
 
-from agents.belief.fusion import ci_matrix
+from agents.belief.fusion import FusionRule, MatrixFusion, ci_matrix, naive_matrix
 from agents.belief.grid import GridPeak
 from agents.belief.params import TrackParams
 
@@ -310,10 +310,15 @@ class TrackFilter:
         P_peer: npt.ArrayLike,
         t_peer: float,
         now: float,
+        *,
         inflation: float = 1.0,
+        rule: FusionRule = FusionRule.CI,
     ) -> PeerFusion:
-        """Predict a peer's track from ``t_peer`` to now, then fuse it by matrix CI.
+        """Predict a peer's track from ``t_peer`` to now, then fuse it.
 
+        By matrix CI (the default), or under the named alternatives kept for
+        comparison: ``NAIVE`` (information sum, as if the estimates were
+        independent) and ``MAX_CONFIDENCE`` (keep the one with the smaller trace).
         ``P_peer`` is first multiplied by ``inflation`` (reputation). The own state is
         predicted to ``max(now, own time)`` as well. Without an own track, the
         predicted peer track is adopted (a late joiner starts from its peers).
@@ -335,6 +340,13 @@ class TrackFilter:
             self._initialised = True
             return PeerFusion(w=0.0, adopted=True)
         self.predict_to(t_fuse)
-        fused = ci_matrix(self._x, self._P, xp, Pp, self.params.ci_criterion)
+        if rule is FusionRule.CI:
+            fused = ci_matrix(self._x, self._P, xp, Pp, self.params.ci_criterion)
+        elif rule is FusionRule.NAIVE:
+            fused = naive_matrix(self._x, self._P, xp, Pp)
+        elif np.trace(Pp) < np.trace(self._P):  # MAX_CONFIDENCE: the peer's is tighter
+            fused = MatrixFusion(xp, Pp, 0.0)
+        else:
+            fused = MatrixFusion(self._x, self._P, 1.0)
         self._x, self._P = fused.x, fused.P
         return PeerFusion(w=fused.w, adopted=False)

@@ -201,3 +201,29 @@ def test_garbage_measurements_are_refused_not_used() -> None:
     assert np.array_equal(track.state, x0)
     with pytest.raises(ValueError):
         track.fuse_peer([math.inf, 0.0, 0.0, 0.0], np.eye(4), 0.0, 1.0)
+
+
+def test_peer_fusion_rules_naive_and_max_confidence() -> None:
+    import numpy as np
+
+    from agents.belief import FusionRule, TrackFilter, naive_matrix
+
+    def filt() -> TrackFilter:
+        f = TrackFilter()
+        f.update_position((1.0, 1.0), np.eye(2) * 0.04, 0.0)
+        return f
+
+    peer_x = np.array([1.2, 0.9, 0.0, 0.0])
+    peer_P = np.diag([0.01, 0.01, 0.5, 0.5])
+    a, b = filt(), filt()
+    own_x, own_P = a.state.copy(), a.covariance.copy()
+    a.fuse_peer(peer_x, peer_P, 0.0, 0.0, rule=FusionRule.NAIVE)
+    expected = naive_matrix(own_x, own_P, peer_x, peer_P)
+    assert np.allclose(a.state, expected.x) and np.allclose(a.covariance, expected.P)
+    b.fuse_peer(peer_x, peer_P, 0.0, 0.0, rule=FusionRule.MAX_CONFIDENCE)
+    chosen = peer_P if np.trace(peer_P) < np.trace(own_P) else own_P
+    assert np.allclose(b.covariance, chosen)
+    # Naive fusion claims more certainty than either input; CI never does.
+    c = filt()
+    c.fuse_peer(peer_x, peer_P, 0.0, 0.0, rule=FusionRule.CI)
+    assert np.trace(a.covariance) < np.trace(c.covariance)
