@@ -63,7 +63,7 @@ class Truth:
         return self.xy[i]
 
 
-def _absorb(view: AgentView) -> None:
+def absorb(view: AgentView) -> None:
     for line in view.follower.read():
         event = line.get("event")
         t = line.get("t")
@@ -166,7 +166,7 @@ def main(args: argparse.Namespace) -> int:
                     time.sleep(0.25)
                     truth.update()
                     for view in views:
-                        _absorb(view)
+                        absorb(view)
                     if not args.quiet and time.monotonic() >= next_print:
                         next_print += 2.0
                         elapsed = max((v.last_t or 0) - (v.started or 0) for v in views)

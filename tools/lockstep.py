@@ -5,33 +5,66 @@ inside the same :class:`~agents.node.SwarmNode`, the same controller session
 and car adapter as the real processes; only the sockets are replaced by an
 in-memory network, and time advances by itself in 1 ms steps. Deterministic
 for a given seed, and far faster than real time.
+
+Faults act as in the live runtime (``agents/runtime.py``): every agent has its
+own :class:`~agents.transport.TransportFaults`, each datagram it sends goes
+through ``outgoing`` once (a lost broadcast is lost to every peer) and each
+datagram it receives through ``incoming``, delayed copies are delivered later,
+and the faults applied are logged as ``fault`` events, each change as
+``faults_set``. A Byzantine agent is set through
+:meth:`~agents.node.SwarmNode.set_byzantine`. :meth:`Lockstep.kill` drops an
+agent (no ticks, no datagrams in or out, its car stops on the firmware
+watchdog); :meth:`Lockstep.restart` gives it a fresh core, node, session and
+transport with a new epoch, as a new process would have. World faults go to
+the :class:`~worlds.sim.World`.
+
+:func:`run_scenario` runs a :class:`~tools.scenario.Scenario` and its schedule.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import itertools
-from collections.abc import Callable
+import math
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agents.carlink.adapter import CarAdapter
 from agents.core import AgentConfig, AgentCore
+from agents.faults import ByzantineSpec, LinkFaults
 from agents.node import SwarmNode
+from agents.transport import Direction, TransportFaults
 from protocol.mz01.session import COMMAND_PORT, ControllerSession, SessionConfig
 from protocol.runlog import RunLog, log_path
 from protocol.swarm import swarm_id_from_name
 from tools.agent_config import agent_config
+from tools.scenario import (
+    Kill,
+    Restart,
+    Scenario,
+    SetByzantine,
+    SetLink,
+    TimedOp,
+    WorldFault,
+    timeline,
+)
 from worlds.arena import Arena
-from worlds.sim import World
+from worlds.sim import Step, World
 
 Address = tuple[str, int]
 SWARM_PORT = 47000
+CONTROL_PORT = 50000
 STEP = 0.001
 
 # Delivery targets in the event queue.
-TO_CAR, TO_CONTROLLER, TO_AGENT = "car", "controller", "agent"
+TO_CAR, TO_CONTROLLER = "car", "controller"
+TO_AGENT = "agent"  # arrives at an agent's socket: its inbound faults act next
+TO_NODE = "node"  # through the inbound faults (a delayed copy): straight to the node
+SEND = "send"  # a delayed outbound copy leaves the sender now
 
 
 @dataclass
@@ -46,11 +79,25 @@ class LockstepAgent:
     adapter: CarAdapter
     log: RunLog | None
     next_tick: float
+    faults: TransportFaults
+    epoch: int
+    incarnation: int = 0
+    alive: bool = True
+    started: float = 0.0
+
+    def write(self, event: str, t: float, **fields: object) -> None:
+        if self.log is not None:
+            self.log.log(event, t=t, **fields)
+
+
+def lockstep_epoch(seed: int, name: str, incarnation: int) -> int:
+    """The epoch of an agent's ``incarnation``-th start: random-looking, fixed by the seed."""
+    return random.Random(f"stigmesh-lockstep/{seed}/{name}/{incarnation}").randrange(1, 2**32)
 
 
 @dataclass
 class Lockstep:
-    """One run; build it, then :meth:`run` for a duration."""
+    """One run; build it, then :meth:`run` for a duration (or :meth:`run_until`)."""
 
     arena: Arena
     seed: int
@@ -61,6 +108,9 @@ class Lockstep:
     swarm_latency: float = 0.002
     car_latency: float = 0.002
     configure: Callable[[str], dict[str, Any]] = lambda name: {}
+    config: Callable[[str], AgentConfig] | None = None  # wins over ``configure``
+    names: Sequence[str] | None = None  # the cars that get an agent (default: all)
+    limit: int = 1200
     agents: dict[str, LockstepAgent] = field(init=False, default_factory=dict)
     t: float = field(init=False)
     world: World = field(init=False)
@@ -68,62 +118,166 @@ class Lockstep:
     def __post_init__(self) -> None:
         self.t = self.t0
         self.world = World(self.arena, seed=self.seed, t0=self.t0)
-        self._queue: list[tuple[float, int, str, Any, bytes, Address, int]] = []
+        self._queue: list[tuple[float, int, str, Any, bytes, Any, int]] = []
         self._order = itertools.count()
+        self._swarm_id = swarm_id_from_name(self.swarm)
         self._world_log = (
             RunLog(log_path(self.run_dir, "world"), "world", lambda: self.t)
             if self.run_dir is not None
             else None
         )
-        swarm_id = swarm_id_from_name(self.swarm)
-        for i, spec in enumerate(self.arena.cars):
-            config: AgentConfig = agent_config(self.arena, spec.name, **self.configure(spec.name))
-            log = (
-                RunLog(log_path(self.run_dir, spec.name), spec.name, lambda: self.t)
-                if self.run_dir is not None
-                else None
-            )
-            core = AgentCore(config, self.t0)
-            node = SwarmNode(
-                core,
-                self.key,
-                swarm_id,
-                epoch=1000 + i,
-                log=log.log if log is not None else _no_log,
-            )
-            session = ControllerSession(SessionConfig(robot_id=spec.id))
-            self.agents[spec.name] = LockstepAgent(
-                spec.name,
-                spec.id,
-                (f"127.0.1.{i + 1}", SWARM_PORT),
-                (f"127.0.1.{i + 1}", 50000),
-                core,
-                node,
-                session,
-                CarAdapter(session),
-                log,
-                self.t0 + 0.1 * (i + 1) / (len(self.arena.cars) + 1),
-            )
-        self._by_control = {a.control_addr: a for a in self.agents.values()}
-        self._by_swarm = {a.swarm_addr: a for a in self.agents.values()}
+        if self._world_log is not None:
+            a = self.arena
+            self._world_log.log(
+                "start", t=self.t0, arena=a.name, source=a.source, seed=self.world.seed,
+                sensing=a.sensing.mode, cars=[c.__dict__ for c in a.cars], lockstep=True,
+            )  # fmt: skip
+        wanted = list(self.names) if self.names is not None else [c.name for c in self.arena.cars]
+        self._slots = {spec.name: i for i, spec in enumerate(self.arena.cars)}
+        for name in wanted:
+            if name not in self._slots:
+                raise ValueError(f"arena {self.arena.name} has no car {name!r}")
+            self.agents[name] = self._make_agent(name, 0)
+        self._by_control = {a.control_addr: a.name for a in self.agents.values()}
+        self._by_swarm = {a.swarm_addr: a.name for a in self.agents.values()}
+
+    # ------------------------------------------------------------------ agents
+
+    def _config(self, name: str) -> AgentConfig:
+        if self.config is not None:
+            return self.config(name)
+        return agent_config(self.arena, name, **self.configure(name))
+
+    def _make_agent(self, name: str, incarnation: int) -> LockstepAgent:
+        i = self._slots[name]
+        spec = self.arena.cars[i]
+        config = self._config(name)
+        epoch = lockstep_epoch(self.seed, name, incarnation)
+        log = (
+            RunLog(log_path(self.run_dir, name), name, lambda: self.t)
+            if self.run_dir is not None
+            else None
+        )
+        swarm_addr = (f"127.0.1.{i + 1}", SWARM_PORT)
+        if log is not None:
+            log.log(
+                "start", t=self.t, name=name, swarm=self.swarm, swarm_id=self._swarm_id,
+                epoch=epoch, car=spec.address, iface="lockstep", address=swarm_addr[0],
+                broadcast=None, port=SWARM_PORT, fusion=config.fusion,
+                reputation=config.use_reputation,
+                key_id=hashlib.sha256(self.key).hexdigest()[:12], lockstep=True,
+            )  # fmt: skip
+        core = AgentCore(config, self.t)
+        node = SwarmNode(
+            core, self.key, self._swarm_id, epoch, limit=self.limit,
+            log=log.log if log is not None else _no_log,
+        )  # fmt: skip
+        session = ControllerSession(SessionConfig(robot_id=spec.id))
+        n = len(self.arena.cars) + 1
+        return LockstepAgent(
+            name, spec.id, swarm_addr, (f"127.0.1.{i + 1}", CONTROL_PORT), core, node, session,
+            CarAdapter(session), log, self.t + 0.1 * (i + 1) / n,
+            TransportFaults(name, epoch, self._resolver(name)), epoch, incarnation, True, self.t,
+        )  # fmt: skip
+
+    def _resolver(self, name: str) -> Callable[[Address], str | None]:
+        """The agent's own peer table names a source address, as in the live runtime."""
+
+        def resolve(addr: Address) -> str | None:
+            agent = self.agents.get(name)
+            if agent is None:
+                return None
+            for peer_name, peer in agent.core.peers.items():
+                if peer.addr == addr:
+                    return peer_name
+            return None
+
+        return resolve
+
+    def _live(self, name: str | None) -> LockstepAgent | None:
+        agent = self.agents.get(name) if name is not None else None
+        return agent if agent is not None and agent.alive else None
+
+    # ------------------------------------------------------------------ faults
+
+    def set_faults(self, name: str, spec: LinkFaults, direction: Direction) -> None:
+        """What ``stigmesh faults NAME set ... --dir DIRECTION`` does to a live agent."""
+        agent = self._require(name)
+        change = agent.faults.set(spec, direction, self.t)
+        agent.write("faults_set", self.t, **change)
+        self._log_faults(agent)
+
+    def set_byzantine(self, name: str, spec: ByzantineSpec | None) -> None:
+        """Make the agent lie (None: honest again), seeded by its epoch as the runtime does."""
+        agent = self._require(name)
+        agent.node.set_byzantine(spec, agent.epoch, self.t)
+
+    def kill(self, name: str) -> None:
+        """The agent's process dies: nothing more in or out; the car's watchdog stops it."""
+        agent = self._require(name)
+        agent.alive = False
+        if agent.log is not None:
+            agent.log.close()
+
+    def restart(self, name: str) -> None:
+        """A new process for the agent: fresh core, node, session and faults; a new epoch."""
+        old = self.agents.get(name)
+        if old is None:
+            raise ValueError(f"no agent {name!r}")
+        if old.alive:
+            raise ValueError(f"{name} is running")
+        self.agents[name] = self._make_agent(name, old.incarnation + 1)
+
+    def world_fault(self, kind: str, car: int | str, seconds: float) -> None:
+        if kind == "drop_link":
+            step = self.world.drop_link(car, seconds, self.t)
+        elif kind == "freeze_camera":
+            step = self.world.freeze_camera(car, seconds, self.t)
+        elif kind == "reboot":
+            step = self.world.reboot(car, self.t, seconds)
+        else:
+            raise ValueError(f"unknown world fault {kind!r}")
+        self._world_output(step)
+
+    def apply(self, op: TimedOp) -> None:
+        """One scenario operation, now."""
+        o = op.op
+        if isinstance(o, SetLink):
+            self.set_faults(o.agent, o.spec, o.direction)
+        elif isinstance(o, SetByzantine):
+            self.set_byzantine(o.agent, o.spec)
+        elif isinstance(o, Kill):
+            self.kill(o.agent)
+        elif isinstance(o, Restart):
+            self.restart(o.agent)
+        elif isinstance(o, WorldFault):
+            self.world_fault(o.kind, o.car, o.seconds)
+
+    def _require(self, name: str) -> LockstepAgent:
+        agent = self._live(name)
+        if agent is None:
+            raise ValueError(f"no running agent {name!r}")
+        return agent
+
+    def _log_faults(self, agent: LockstepAgent) -> None:
+        for record in agent.faults.records():
+            t = record.pop("t")
+            agent.write("fault", t, **record)
 
     # ------------------------------------------------------------------ plumbing
 
-    def _push(
-        self, at: float, target: str, who: Any, *, data: bytes, src: Address, port: int
-    ) -> None:
+    def _push(self, at: float, target: str, who: Any, *, data: bytes, src: Any, port: int) -> None:
         heapq.heappush(self._queue, (at, next(self._order), target, who, data, src, port))
 
-    def _world_output(self, step: Any) -> None:
+    def _world_output(self, step: Step) -> None:
         for send in step.sends:
-            agent = self._by_control.get(send.dst)
+            name = self._by_control.get(send.dst)
+            agent = self._live(name)
             if agent is not None:
                 car = self.world.cars[send.car]
                 src = (car.spec.address, send.port)
-                self._push(
-                    self.t + self.car_latency, TO_CONTROLLER, agent,
-                    data=send.data, src=src, port=send.port,
-                )
+                self._push(self.t + self.car_latency, TO_CONTROLLER, agent, data=send.data,
+                           src=src, port=send.port)
         if self._world_log is not None:
             for ev in step.events:
                 self._world_log.log(ev.event, t=ev.t, **ev.fields)
@@ -131,36 +285,58 @@ class Lockstep:
     def _flush_agent(self, agent: LockstepAgent) -> None:
         car = self.world.cars[agent.car_id]
         for tx in agent.session.datagrams_to_send():
-            self._push(
-                self.t + self.car_latency, TO_CAR, car.id,
-                data=tx.data, src=agent.control_addr, port=tx.port,
-            )
+            self._push(self.t + self.car_latency, TO_CAR, car.id, data=tx.data,
+                       src=agent.control_addr, port=tx.port)
         for dg in agent.node.datagrams():
-            targets = (
-                [a for a in self.agents.values() if a is not agent]
-                if dg.to is None
-                else [a for a in (self._by_swarm.get(dg.to),) if a is not None]
-            )
-            for other in targets:
-                self._push(
-                    self.t + self.swarm_latency, TO_AGENT, other,
-                    data=dg.data, src=agent.swarm_addr, port=SWARM_PORT,
-                )
+            for copy in agent.faults.outgoing(dg.data, dg.to, self.t):
+                if copy.delay <= 0:
+                    self._fan_out(agent, copy.data, dg.to)
+                else:
+                    self._push(self.t + copy.delay, SEND, agent, data=copy.data, src=dg.to, port=0)
+        self._log_faults(agent)
 
-    def _deliver(self, target: str, who: Any, data: bytes, src: Address, port: int) -> None:
+    def _fan_out(self, sender: LockstepAgent, data: bytes, to: Address | None) -> None:
+        """One datagram on the wire: to every other agent's socket, or to one address."""
+        if to is None:
+            names = [n for n in self.agents if n != sender.name]
+        else:
+            name = self._by_swarm.get(to)
+            names = [name] if name is not None else []
+        for name in names:
+            self._push(self.t + self.swarm_latency, TO_AGENT, name, data=data,
+                       src=sender.swarm_addr, port=SWARM_PORT)
+
+    def _deliver(self, target: str, who: Any, data: bytes, src: Any, port: int) -> None:
         if target == TO_CAR:
             self._world_output(self.world.deliver(who, port, data, src, self.t))
-        elif target == TO_CONTROLLER:
-            agent: LockstepAgent = who
+            return
+        if target == TO_AGENT:  # a datagram reaches the agent's socket
+            receiver = self._live(who)
+            if receiver is None:
+                return
+            for copy in receiver.faults.incoming(data, src, self.t):
+                if copy.delay <= 0:
+                    receiver.node.receive_datagram(copy.data, src, self.t)
+                else:
+                    self._push(self.t + copy.delay, TO_NODE, receiver, data=copy.data, src=src,
+                               port=port)
+            self._log_faults(receiver)
+            self._flush_agent(receiver)
+            return
+        agent: LockstepAgent = who
+        if not agent.alive or self.agents.get(agent.name) is not agent:
+            return  # the process that held it is gone
+        if target == SEND:
+            self._fan_out(agent, data, src)
+        elif target == TO_NODE:
+            agent.node.receive_datagram(data, src, self.t)
+            self._flush_agent(agent)
+        else:
             update = agent.adapter.receive_datagram(data, port, self.t)
             if update is not None:
                 agent.node.car_status(self.t, update.duty, update.gyro_z)
                 if update.batch is not None:
                     agent.node.observations(update.batch, self.t)
-            self._flush_agent(agent)
-        else:
-            agent = who
-            agent.node.receive_datagram(data, src, self.t)
             self._flush_agent(agent)
 
     # ------------------------------------------------------------------ running
@@ -171,7 +347,9 @@ class Lockstep:
         while self._queue and self._queue[0][0] <= self.t:
             _, _, target, who, data, src, port = heapq.heappop(self._queue)
             self._deliver(target, who, data, src, port)
-        for agent in self.agents.values():
+        for agent in list(self.agents.values()):
+            if not agent.alive:
+                continue
             timer = agent.session.get_timer()
             if timer is not None and timer <= self.t:
                 agent.session.handle_timer(self.t)
@@ -181,6 +359,11 @@ class Lockstep:
                 if decision is not None:
                     agent.adapter.set_decision(decision.duty_left, decision.duty_right, self.t)
             self._flush_agent(agent)
+
+    def run_until(self, t: float) -> None:
+        """Step until the clock reads ``t`` (absolute)."""
+        while self.t < t - 1e-9:
+            self.step()
 
     def run(self, duration: float, progress: Callable[[float], None] | None = None) -> None:
         end = self.t + duration
@@ -199,9 +382,76 @@ class Lockstep:
             self._world_log.close()
         self.world.close()
 
+    # ------------------------------------------------------------------ views
+
+    def target_error(self, name: str) -> float | None:
+        """Distance from the agent's track (predicted to now) to the target, or None."""
+        agent = self._live(name)
+        state = self.world.target_state
+        if agent is None or state is None or not agent.core.track.initialised:
+            return None
+        track = agent.core.track
+        x = track.state
+        dt = max(0.0, self.t - track.time)
+        return math.hypot(x[0] + x[2] * dt - state.x, x[1] + x[3] * dt - state.y)
+
 
 def _no_log(event: str, t: float | None = None, **fields: object) -> None:
     return None
 
 
-__all__ = ["COMMAND_PORT", "Lockstep", "LockstepAgent"]
+Progress = Callable[[float, Lockstep], None]
+
+
+def run_scenario(
+    scenario: Scenario,
+    run_dir: Path | None,
+    *,
+    progress: Progress | None = None,
+    every: float = 1.0,
+    on_op: Callable[[TimedOp, float], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run ``scenario`` in lockstep; returns each applied operation with its time.
+
+    ``progress(elapsed, lockstep)`` is called every ``every`` simulated seconds,
+    ``on_op(op, elapsed)`` after each scheduled operation.
+    """
+    ops = timeline(scenario)
+    ls = Lockstep(
+        scenario.arena, scenario.seed, run_dir, swarm=f"scenario-{scenario.name}",
+        config=scenario.agent_config, names=scenario.names,
+    )  # fmt: skip
+    applied: list[dict[str, Any]] = []
+    try:
+        reports = _ticks(scenario.duration, every)
+        marks = sorted({*(op.t for op in ops), *reports})
+        pending = list(ops)
+        for mark in marks:
+            ls.run_until(ls.t0 + mark)
+            while pending and pending[0].t <= mark:
+                op = pending.pop(0)
+                ls.apply(op)
+                applied.append({"t": op.t, "at": ls.t - ls.t0, "line": op.line,
+                                "text": op.op.describe()})
+                if on_op is not None:
+                    on_op(op, ls.t - ls.t0)
+            if progress is not None and mark in reports:
+                progress(mark, ls)
+        ls.run_until(ls.t0 + scenario.duration)
+    finally:
+        ls.close()
+    return applied
+
+
+def _ticks(duration: float, every: float) -> set[float]:
+    n = math.floor(duration / every + 1e-9)
+    return {round(every * k, 9) for k in range(1, n + 1)}
+
+
+__all__ = [
+    "COMMAND_PORT",
+    "Lockstep",
+    "LockstepAgent",
+    "lockstep_epoch",
+    "run_scenario",
+]

@@ -1,0 +1,181 @@
+"""Lockstep runs: bit-identical for a seed, faults acting as in the live runtime, the schedule
+applied at its times, kill and restart, and ``stigmesh run --lockstep`` end to end."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from agents.faults import LinkFaults
+from agents.transport import Direction
+from protocol.runlog import read_run_log
+from tools import run_cmd
+from tools.lockstep import Lockstep, run_scenario
+from tools.scenario import parse_scenario
+from worlds.arena import load_arena, shipped_arena
+
+T0 = 1000.0  # Lockstep's start
+SCHEDULE = """
+arena = "two_cars"
+duration = 9.0
+seed = 2
+[[schedule]]
+at = 1.0
+partition = "walnut|hazel"
+duration = 1.5
+[[schedule]]
+at = 3.0
+agent = "walnut"
+faults = {drop = 0.3, delay = "20ms", jitter = "5ms", dup = 0.1, reorder = 0.1}
+direction = "both"
+[[schedule]]
+at = 4.0
+agent = "hazel"
+byzantine = {bias = [1, 0], noise = 0.1}
+[[schedule]]
+at = 5.0
+agent = "hazel"
+kill = true
+duration = 1.5
+[[schedule]]
+at = 7.0
+world = {drop_link = {car = "walnut", duration = 0.5}}
+"""
+
+
+def hashes(run_dir: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(run_dir.glob("*.jsonl"))}
+
+
+def events(run_dir: Path, name: str, *kinds: str) -> list[dict]:
+    return [line for line in read_run_log(run_dir / f"{name}.jsonl") if line["event"] in kinds]
+
+
+@pytest.fixture(scope="module")
+def scheduled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
+    run_dir = tmp_path_factory.mktemp("scheduled")
+    scenario = parse_scenario(SCHEDULE, "s.toml", Path("."))
+    return run_dir, run_scenario(scenario, run_dir)
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(scheduled, tmp_path: Path) -> None:
+    run_dir, _ = scheduled
+    scenario = parse_scenario(SCHEDULE, "s.toml", Path("."))
+    run_scenario(scenario, tmp_path / "again")
+    run_scenario(scenario.with_seed(3), tmp_path / "other")
+    first, again, other = hashes(run_dir), hashes(tmp_path / "again"), hashes(tmp_path / "other")
+    assert set(first) == {"walnut.jsonl", "hazel.jsonl", "world.jsonl"}
+    assert first == again
+    assert all(first[name] != other[name] for name in first)
+    # the faulty link really lost, delayed, duplicated and reordered datagrams
+    kinds = {line["kind"] for line in events(run_dir, "walnut", "fault")}
+    assert {"partition", "drop", "duplicate", "reorder", "spec"} <= kinds
+
+
+def test_schedule_applies_at_its_times(scheduled) -> None:
+    run_dir, applied = scheduled
+    assert [(a["t"], a["text"]) for a in applied][:3] == [
+        (1.0, "walnut: faults in partition=walnut|hazel"),
+        (1.0, "hazel: faults in partition=walnut|hazel"),
+        (2.5, "walnut: faults in clear"),
+    ]
+    assert all(abs(a["at"] - a["t"]) < 1e-6 for a in applied)
+    walnut = [(round(e["t"] - T0, 6), e["direction"], e["spec"])
+              for e in events(run_dir, "walnut", "faults_set")]
+    assert walnut == [
+        (1.0, "in", {"partition": [["walnut"], ["hazel"]]}),
+        (2.5, "in", {}),
+        (3.0, "both", LinkFaults.from_mapping(
+            {"drop": 0.3, "delay": "20ms", "jitter": "5ms", "dup": 0.1, "reorder": 0.1}
+        ).to_mapping()),
+    ]
+    byz = events(run_dir, "hazel", "byzantine")
+    assert [(round(e["t"] - T0, 6), e["spec"]) for e in byz] == [
+        (4.0, {"bias": [1.0, 0.0], "noise": 0.1})
+    ]
+    world = events(run_dir, "world", "fault")
+    assert [(round(e["t"] - T0, 6), e["kind"], e["car"]) for e in world] == [
+        (7.0, "drop_link", 1)
+    ]
+
+
+def test_partition_blocks_then_heals(scheduled) -> None:
+    run_dir, _ = scheduled
+    rx = [e["t"] - T0 for e in events(run_dir, "walnut", "rx")]
+    assert rx and not [t for t in rx if 1.01 < t < 2.5]
+    assert [t for t in rx if 2.5 < t < 3.0]
+
+
+def test_kill_stops_the_agent_and_its_car_restart_has_a_new_epoch(scheduled) -> None:
+    run_dir, _ = scheduled
+    hazel = list(read_run_log(run_dir / "hazel.jsonl"))
+    starts = [e for e in hazel if e["event"] == "start"]
+    assert [round(e["t"] - T0, 6) for e in starts] == [0.0, 6.5]
+    assert starts[0]["epoch"] != starts[1]["epoch"]
+    assert {e["fusion"] for e in starts} == {"ci"} and all(e["reputation"] for e in starts)
+    assert not [e for e in hazel if 5.0 < e["t"] - T0 < 6.5]  # dead: nothing at all
+    assert [e for e in hazel if e["event"] == "tick" and e["t"] - T0 > 6.5]
+    world = list(read_run_log(run_dir / "world.jsonl"))
+    stop = [e["t"] - T0 for e in world if e["event"] == "disarm" and e["car"] == 2]
+    assert stop and 5.0 < stop[0] <= 5.35  # the firmware watchdog, not a STOP
+    assert next(e for e in world if e["event"] == "disarm" and e["car"] == 2)["reason"] == (
+        "watchdog"
+    )
+    assert [e for e in world if e["event"] == "arm" and e["car"] == 2 and e["t"] - T0 > 6.5]
+    # the other agent saw the new epoch and sent it a snapshot
+    joined = [e for e in events(run_dir, "walnut", "peer_joined") if e["peer"] == "hazel"]
+    assert [j["epoch"] for j in joined] == [s["epoch"] for s in starts]
+    start = next(e for e in world if e["event"] == "start")
+    assert start["source"].endswith("two_cars.toml") and start["seed"] == 2
+
+
+def test_inbound_and_outbound_faults_act_like_the_runtime(tmp_path: Path) -> None:
+    ls = Lockstep(load_arena(shipped_arena("two_cars")), seed=1, run_dir=tmp_path)
+    try:
+        ls.run(1.0)
+        ls.set_faults("walnut", LinkFaults(drop=1.0), Direction.OUT)
+        ls.set_faults("hazel", LinkFaults(drop=1.0), Direction.IN)
+        before = ls.agents["walnut"].node.datagrams_in, ls.agents["hazel"].node.datagrams_in
+        ls.run(1.0)
+        assert ls.agents["hazel"].node.datagrams_in == before[1]  # nothing reaches hazel
+        assert ls.agents["walnut"].node.datagrams_in > before[0]  # hazel still sends
+        counters = ls.agents["walnut"].faults.status()["counters_out"]
+        assert counters["drop"] == counters["routed"] > 0
+        ls.set_faults("walnut", LinkFaults(delay=0.25), Direction.OUT)
+        ls.set_faults("hazel", LinkFaults(), Direction.IN)
+        ls.run(1.0)
+    finally:
+        ls.close()
+    rx = [e for e in events(tmp_path, "hazel", "rx") if e["t"] > T0 + 2.0]
+    assert rx and min(e["t"] for e in rx) >= T0 + 2.0 + 0.25 + 0.002 - 1e-9
+
+
+def test_run_command_lockstep_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    scenario = tmp_path / "short.toml"
+    scenario.write_text(
+        'name = "short"\narena = "two_cars"\nduration = 6.0\nseed = 9\n'
+        '[[schedule]]\nat = 2.0\nagent = "hazel"\nfaults = {drop = 0.5}\ndirection = "in"\n'
+    )
+    run_dir = tmp_path / "run"
+    parser = argparse.ArgumentParser()
+    run_cmd.add_arguments(parser)
+    code = run_cmd.main(parser.parse_args([str(scenario), "--lockstep", "--run-dir",
+                                           str(run_dir)]))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert (run_dir / "scenario.toml").read_text() == scenario.read_text()
+    schedule = json.loads((run_dir / "schedule.json").read_text())
+    assert schedule["mode"] == "lockstep" and schedule["applied"][0]["t"] == 2.0
+    metrics = json.loads((run_dir / "report" / "metrics.json").read_text())
+    assert set(metrics["agents"]) == {"walnut", "hazel"}
+    assert (run_dir / "report" / "report.md").exists()
+    assert "line 5: hazel: faults in drop=0.5" in out and "summary" in out
+    # a second run into the same directory is refused
+    again = run_cmd.main(parser.parse_args([str(scenario), "--lockstep", "--run-dir",
+                                            str(run_dir)]))
+    assert again == 2

@@ -1,0 +1,99 @@
+"""`stigmesh sweep`: the grid's axes, the camera-footprint overlap, the table, a tiny sweep."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.faults import LinkFaults
+from tools import sweep
+from tools.replay.metrics import Truth
+from worlds.arena import Obstacle, load_arena, shipped_arena
+
+ARENA = load_arena(shipped_arena("two_cars"))
+
+
+def test_axes_parse_and_refuse() -> None:
+    loss = sweep.parse_axis("loss=0,0.5,90%")
+    assert loss.name == "loss" and loss.values == (0.0, 0.5, 0.9)
+    assert sweep.parse_axis("delay=0,50ms,0.2").values == (0.0, 0.05, 0.2)
+    for bad in ("speed=1", "loss=", "loss=1.5", "burst=1", "loss=0.1,0.1", "delay=-5ms"):
+        with pytest.raises(sweep.SweepError):
+            sweep.parse_axis(bad)
+
+
+def test_grid_points_become_inbound_faults() -> None:
+    assert sweep.link_faults({}).is_clear
+    assert sweep.link_faults({"loss": 0.2, "delay": 0.05}) == LinkFaults(drop=0.2, delay=0.05)
+    burst = sweep.link_faults({"burst": 0.3}, burst_length=8.0).burst
+    assert burst is not None
+    assert math.isclose(burst.stationary_loss, 0.3) and math.isclose(burst.mean_burst_length, 8)
+
+
+def truth_of(poses: dict[str, tuple[float, float, float]]) -> Truth:
+    t = np.array([0.0, 10.0])
+    cars = {n: np.array([p, p], dtype=float) for n, p in poses.items()}
+    return Truth(t, np.zeros((2, 4)), cars)
+
+
+def test_footprint_overlap_from_truth() -> None:
+    same = truth_of({"a": (2.5, 2.5, 0.0), "b": (2.5, 2.5, 0.0)})
+    assert sweep.footprint_overlap(same, ARENA, ["a", "b"], 0.0, 5.0)["overlap"] == 1.0
+    away = truth_of({"a": (2.5, 2.5, 0.0), "b": (2.5, 2.5, math.pi)})
+    fp = sweep.footprint_overlap(away, ARENA, ["a", "b"], 0.0, 5.0)
+    assert fp["overlap"] == 0.0 and 0.1 < fp["union_fraction"] < 0.6
+    # a tall box one metre ahead hides what is behind it; a low one hides nothing
+    t = np.array([0.0])
+    open_view = sweep.camera_footprints(same, ARENA, "a", t)[0].size
+    tall = replace(ARENA, obstacles=(Obstacle(3.6, 2.5, 0.2, 1.0, 0.6),))
+    low = replace(ARENA, obstacles=(Obstacle(3.6, 2.5, 0.2, 1.0, 0.1),))
+    assert sweep.camera_footprints(same, tall, "a", t)[0].size < 0.8 * open_view
+    assert sweep.camera_footprints(same, low, "a", t)[0].size == open_view
+
+
+def test_aggregate_and_tables() -> None:
+    axes = [sweep.parse_axis("loss=0,0.5")]
+    results = [
+        {"point": {"loss": 0.0}, "fusion": "ci", "metrics": {"err_after_20_m": 0.1,
+                                                            "kbytes_per_s": 4.0}},
+        {"point": {"loss": 0.0}, "fusion": "ci", "metrics": {"err_after_20_m": 0.3,
+                                                            "kbytes_per_s": 4.0}},
+        {"point": {"loss": 0.5}, "fusion": "ci", "error": "boom"},
+        {"point": {"loss": 0.5}, "fusion": "ci", "metrics": {"err_after_20_m": None,
+                                                            "kbytes_per_s": 3.0}},
+    ]
+    rows = sweep.aggregate(results, axes, ["ci"])
+    assert [r["trials"] for r in rows] == [2, 2] and [r["failed"] for r in rows] == [0, 1]
+    err = rows[0]["err_after_20_m"]
+    assert math.isclose(err["mean"], 0.2) and math.isclose(err["std"], math.sqrt(0.02))
+    table = sweep.markdown(rows, axes)
+    assert "| 0 | ci | 2 | 0.200 ± 0.141 |" in table
+    assert "| 0.5 | ci | 1 (1 failed) | – |" in table
+    csv_text = sweep.to_csv(rows, axes)
+    assert csv_text.splitlines()[0].startswith("loss,fusion,trials,failed,err_after_20_m_mean")
+
+
+def test_a_tiny_sweep_in_parallel(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text('name = "tiny"\narena = "two_cars"\nduration = 3.0\nseed = 5\n')
+    parser = argparse.ArgumentParser()
+    sweep.add_arguments(parser)
+    out = tmp_path / "table.md"
+    args = parser.parse_args([str(scenario), "--over", "loss=0,1", "--seeds", "1", "--fusion",
+                              "ci", "--jobs", "2", "--out", str(out), "--quiet"])
+    assert sweep.main(args) == 0, capsys.readouterr().err
+    table = out.read_text()
+    assert "| loss | fusion | runs |" in table and "| 1 | ci | 1 |" in table
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert [t["point"] for t in data["trials"]] == [{"loss": 0.0}, {"loss": 1.0}]
+    deaf, hearing = data["trials"][1]["metrics"], data["trials"][0]["metrics"]
+    assert deaf["kbytes_per_s"] > 0 and hearing["kbytes_per_s"] > 0
+    assert out.with_suffix(".csv").exists()
+    bad = parser.parse_args([str(scenario), "--over", "loss=2", "--out", str(out)])
+    assert sweep.main(bad) == 2
