@@ -117,7 +117,8 @@ class AgentConfig:
     peer_lost_after: float = 3.0
     patch_max_cells: int = 100  # one PATCH datagram of at most 100 cells at 2 Hz: ~1.7 KB/s
     track_confident_uncertainty: float = 0.25  # trace(P)/4, m² and (m/s)² mixed, as the seed
-    track_max_age: float = 3.0  # a track not updated for this long is not pursued
+    track_max_age: float = 3.0  # a track with no new information for this long is not pursued
+    track_timeout: float = 6.0  # ... and after this long it is dropped: refuse, not guess
 
     def __post_init__(self) -> None:
         if self.fusion not in {*(r.value for r in FusionRule), FUSION_NONE}:
@@ -186,6 +187,7 @@ class Peer:
     track: tuple[np.ndarray, np.ndarray, float] | None = None  # x, P, t on our clock
     pings: dict[int, float] = field(default_factory=dict)
     pending: list[tuple[float, Patch | Snapshot]] = field(default_factory=list)
+    updates_fused: int = -1  # the peer track's update count when we last fused it
     next_ping_id: int = 1
     next_ping: float = -math.inf
 
@@ -235,6 +237,7 @@ class AgentCore:
         self._last_track_sent = -math.inf
         self._track_dirty = False
         self._last_detection_at = -math.inf
+        self._track_info_at = -math.inf  # the newest measurement in the track, own or a peer's
         self._snapshot_id = 0
         self._pose_had = False
         self.sensor_fault: Byzantine | None = None  # a broken sensor (Byzantine at=sense)
@@ -281,6 +284,7 @@ class AgentCore:
             upd = self.track.update_position((det.x, det.y), det.cov, det.t)
             if upd.accepted:
                 self._track_dirty = True
+                self._track_info_at = now
             self._emit(
                 "detection",
                 {
@@ -355,6 +359,10 @@ class AgentCore:
             peak = self.grid.peak()
             if self.track.update_from_grid_peak(peak, now).accepted:
                 self._track_dirty = True
+                self._track_info_at = now
+            if now - self._track_info_at > self.config.track_timeout:
+                self.track.reset()
+                self._emit("track_dropped", {"silent": now - self._track_info_at})
         self._decide(now, pose)
         self._periodic(now)
         self._check_peers(now)
@@ -370,7 +378,7 @@ class AgentCore:
         return (
             t.initialised
             and t.uncertainty <= self.config.track_confident_uncertainty
-            and now - t.time <= self.config.track_max_age
+            and now - self._track_info_at <= self.config.track_max_age
         )
 
     def belief_digest(self) -> str:
@@ -498,10 +506,16 @@ class AgentCore:
             verdict = self._reputation_check(peer, now)
         inflation = self._fusion_weight(peer)
         fused = False
-        if inflation is not None:
+        if inflation is not None and body.updates == peer.updates_fused:
+            # Nothing new since the last one: the same measurements, only predicted. Fusing
+            # it again would keep a lost target alive by passing it back and forth.
+            self.counters.count("track_no_new_information")
+        elif inflation is not None:
             rule = FusionRule(self.config.fusion)
             self.track.fuse_peer(x, P, t_local, now, inflation=inflation, rule=rule)
             self.stats["tracks_fused"] += 1
+            peer.updates_fused = body.updates
+            self._track_info_at = now
             fused = True
         self._emit(
             "peer_track",

@@ -78,3 +78,30 @@ def test_same_inputs_same_outputs_bit_for_bit() -> None:
         return digests
 
     assert run() == run()
+
+
+def _track(updates: int, t: float) -> Message:
+    from protocol.swarm import Track
+
+    cov = (0.01, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.1, 0.0, 0.1)
+    return Message(SWARM, "hazel", 7, updates + 100, t, Track((2.0, 2.0, 0.5, 0.0), cov, t,
+                                                              updates))
+
+
+def test_a_track_without_new_information_is_not_fused_again_and_then_dropped() -> None:
+    core = AgentCore(config(), t0=0.0)
+    core.on_message(heartbeat(7, 0, 0.0), PEER, 0.0)
+    core.peers["hazel"].clock.add_sample(0.0, 0.0, 0.0, 0.002)  # clocks agree
+    core.on_message(_track(5, 0.01), PEER, 0.01)
+    assert core.track.initialised and core.stats["tracks_fused"] == 1
+    core.on_message(_track(5, 0.2), PEER, 0.2)  # the same five measurements, predicted
+    assert core.stats["tracks_fused"] == 1
+    assert core.counters["track_no_new_information"] == 1
+    core.on_message(_track(6, 0.3), PEER, 0.3)  # one more: fused
+    assert core.stats["tracks_fused"] == 2
+    t = 0.3
+    while t < 0.3 + core.config.track_timeout + 0.2:  # then nothing new at all
+        t = round(t + 0.1, 6)
+        core.tick(t)
+    dropped = [r for r in core.take_outputs().records if r.event == "track_dropped"]
+    assert len(dropped) == 1 and not core.track.initialised
