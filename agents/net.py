@@ -3,7 +3,7 @@
 Traffic goes only where the user points it: the interface is always explicit.
 On loopback every agent shares 127.255.255.255 for broadcast (Linux routes
 all of 127.0.0.0/8 to ``lo``); on a real interface the subnet's broadcast
-address is used. Nothing here ever sends to 255.255.255.255.
+address is used. Nothing here ever sends to the limited broadcast address.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass
 
 LOOPBACK_BROADCAST = "127.255.255.255"
+LIMITED_BROADCAST = str(ipaddress.IPv4Network("0.0.0.0/0").broadcast_address)  # never used
 _SIOCGIFADDR = 0x8915
 _SIOCGIFBRDADDR = 0x8919
 
@@ -53,7 +54,7 @@ def resolve_interface(spec: str) -> Interface:
         if ipaddress.IPv4Address(address).is_loopback:
             return Interface(spec, address, LOOPBACK_BROADCAST)
         broadcast = _ioctl_address(spec, _SIOCGIFBRDADDR)
-        if broadcast in ("0.0.0.0", "255.255.255.255"):
+        if broadcast in ("0.0.0.0", LIMITED_BROADCAST):
             raise InterfaceError(f"interface {spec!r} has no subnet broadcast address") from None
         return Interface(spec, address, broadcast)
     if addr.is_loopback:
