@@ -911,26 +911,26 @@ def jobs_for(plan: Plan) -> list[Job]:
     return jobs
 
 
-def write(sections: Sequence[Section], out: Path, plan: Plan, *, quick: bool, began: float,
-          extra: dict[str, Any]) -> Path:
+def write(sections: Sequence[Section], out: Path, plan: Plan, *, quick: bool,
+          measured: str, extra: dict[str, Any]) -> Path:
     md = out / "evidence.md"
     head = [
         "# Evidence",
         "",
         *(["**QUICK RUN** (`--quick`): few seeds and short runs, a smoke test of the "
            "pipeline; these numbers are not the evidence.", ""] if quick else []),
-        "Written by `python -m tools.evidence" + (" --quick" if quick else "") + "` in "
-        f"{(time.perf_counter() - began) / 60:.1f} min on {os.cpu_count()} cores "
-        f"({time.strftime('%Y-%m-%d %H:%M')}). Every lockstep run is deterministic: the "
+        "Written by `python -m tools.evidence" + (" --quick" if quick else "") + f"`: {measured}."
+        " Every lockstep run is deterministic: the "
         "command in each row reproduces its numbers exactly. Errors are against the world's "
         "ground truth, measured by `tools.replay` from the run logs (tracks predicted to a "
         "10 Hz time base). \"After 20 s\" is run time. Mean ± std over seeds unless said; "
         "p-values are two-sided (Wilcoxon signed-rank when paired by seed).",
         "",
         "A note on what \"track error\" includes: an agent's track is counted wherever it "
-        "still holds one, including a stale one being predicted at its last velocity after the "
-        "target was lost (the filter is not reset when the target is gone, and agents keep "
-        "exchanging such a track); those episodes dominate the larger errors below.",
+        "holds one, including while it is only predicted after the target was lost; an agent "
+        "drops its track after 6 s without any new measurement (its own or a peer's), and "
+        "then nothing is counted until it has a track again. Those predicted stretches "
+        "dominate the larger errors below.",
         "",
     ]
     text = "\n".join(head) + "\n" + "\n".join(s.md() for s in sections)
@@ -970,7 +970,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache = ROOT / "runs" / ("evidence-quick.pickle" if args.quick else "evidence.pickle")
     if args.reuse:
         with cache.open("rb") as f:
-            res, real = pickle.load(f)  # our own file, written below by this tool
+            saved = pickle.load(f)  # our own file, written below by this tool
+        res, real = saved[0], saved[1]
+        measured = (saved[2] if len(saved) > 2 else "measured by an earlier run") + \
+            f"; report redrawn {time.strftime('%Y-%m-%d %H:%M')}"
     else:
         res = run_jobs(jobs, args.jobs, keep)
         real = []
@@ -979,9 +982,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             for k in range(1, plan.real_runs + 1):
                 print(f"evidence: real run {k}/{plan.real_runs} (seed {k})", flush=True)
                 real.append(run_real_default(k, plan.real_duration or plan.duration, work))
+        measured = (f"measured in {(time.perf_counter() - began) / 60:.1f} min on "
+                    f"{os.cpu_count()} cores ({time.strftime('%Y-%m-%d %H:%M')})")
         cache.parent.mkdir(parents=True, exist_ok=True)
         with cache.open("wb") as f:
-            pickle.dump((res, real), f)
+            pickle.dump((res, real, measured), f)
     seeds = list(range(1, plan.seeds + 1))
     few = seeds[: plan.few_seeds]
     sections = [
@@ -997,7 +1002,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = [k for k, r in res.items() if "error" in r]
     extra = {"failed_runs": failed, "seconds": {k: r["seconds"] for k, r in res.items()},
              "real": [{k: v for k, v in r.items() if k != "series"} for r in real]}
-    md = write(sections, out, plan, quick=args.quick, began=began, extra=extra)
+    md = write(sections, out, plan, quick=args.quick, measured=measured, extra=extra)
     print(f"evidence: wrote {md} ({len(failed)} failed run(s)) in "
           f"{(time.perf_counter() - began) / 60:.1f} min", flush=True)
     return 1 if failed else 0
