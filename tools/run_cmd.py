@@ -420,15 +420,3 @@ def main(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         return EXIT_FAILED
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
-
-
-def run_cli(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry (``python -m tools.run_cmd``) until the CLI wires the subcommand."""
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    return main(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(run_cli())

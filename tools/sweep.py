@@ -564,15 +564,3 @@ def main(args: argparse.Namespace) -> int:
     print(f"{PROG}: wrote {out.with_suffix('.md')}, .csv and .json"
           + (f"; {failed} run(s) FAILED" if failed else ""), flush=True)
     return EXIT_FAILED if failed else EXIT_OK
-
-
-def run_cli(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry (``python -m tools.sweep``) until the CLI wires the subcommand."""
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    return main(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(run_cli())

@@ -147,14 +147,3 @@ def main(args: argparse.Namespace) -> int:
         )
     _say(f"wrote {md} and {js} in {time.perf_counter() - began:.1f} s")
     return EXIT_OK
-
-
-def run_cli(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m tools.replay.main``) until the CLI wires the subcommand."""
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
-    add_arguments(parser)
-    return main(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(run_cli())
