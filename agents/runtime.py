@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import math
 import random
 import signal
 import socket
@@ -391,7 +392,7 @@ class AgentRuntime:
 
     def status(self, now: float) -> dict[str, Any]:
         core = self.core
-        car = self.car.session if self.car is not None else None
+        car = self.car  # owned by the car thread: only what it publishes is read here
         return {
             "agent": core.config.name,
             "epoch": self.options.epoch,
@@ -405,7 +406,9 @@ class AgentRuntime:
                 name: {
                     "lost": p.lost,
                     "addr": list(p.addr),
-                    "silent_s": round(now - p.last_heard, 3),
+                    "silent_s": (
+                        round(now - p.last_heard, 3) if math.isfinite(p.last_heard) else None
+                    ),
                     "score": core.reputation.score(name),
                     "fused": core.reputation.fusable(name),
                     "clock_synced": p.clock.synchronized_at_time(now),
@@ -413,9 +416,9 @@ class AgentRuntime:
                 for name, p in sorted(core.peers.items())
             },
             "car": None if car is None else {
-                "state": car.state.value,
-                "synced": car.synchronized_at_time(now),
-                "rejects": car.rejects.as_dict(),
+                "state": car.session.state.value,
+                "synced": car.clock_view is not None,
+                "boot": car.boot,
             },
             "rejected": self.node.receiver.counters.as_dict(),
             "core_counters": core.counters.as_dict(),
