@@ -22,12 +22,11 @@ from enum import StrEnum
 from typing import Any
 
 from agents.faults.link_spec import JitterShape, LinkFaults, format_faults
-from agents.faults.tokens import FaultSpecError
 
 Address = tuple[str, int]
 _Link = tuple[Hashable, Hashable]
 Resolver = Callable[[Hashable], str | None]
-RoutePacket = Callable[[Address, Address, bytes], list[float]]
+RoutePacket = Callable[[Address, Address, bytes], list[tuple[float, bytes]]]
 MAX_EVENTS = 100_000
 
 
@@ -165,19 +164,10 @@ class LinkModel:
         return [self._copy(data, src, dst, now) for _ in range(copies)]
 
     def hook(self, clock: Callable[[], float]) -> RoutePacket:
-        """This model as a ``route_packet`` hook of ``tests/support/network.FakeNetwork``.
+        """This model as the ``route_packet`` hook of ``tests/support/network.FakeNetwork``."""
 
-        That hook returns delays only, so it cannot carry altered bytes: corruption
-        is refused here (and raises if it is switched on later); use :meth:`route`.
-        """
-        if self._spec.corrupt:
-            raise FaultSpecError("a route_packet hook cannot deliver corrupted bytes; use route()")
-
-        def route_packet(src: Address, dst: Address, data: bytes) -> list[float]:
-            out = self.route(data, src, dst, clock())
-            if any(copy is not data for _, copy in out):
-                raise FaultSpecError("a route_packet hook cannot deliver corrupted bytes")
-            return [delay for delay, _ in out]
+        def route_packet(src: Address, dst: Address, data: bytes) -> list[tuple[float, bytes]]:
+            return self.route(data, src, dst, clock())
 
         return route_packet
 

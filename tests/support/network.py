@@ -1,10 +1,12 @@
 """An in-memory datagram network in virtual time.
 
 Modelled on trio's testing helpers: every datagram passes through a
-``route_packet`` hook that decides its fate. The hook returns the list of
-delays after which copies are delivered: ``[]`` drops the datagram, ``[d]``
-delivers it once after ``d`` seconds, ``[d1, d2]`` duplicates it. Reordering
-follows from unequal delays.
+``route_packet`` hook that decides its fate. The hook returns the copies to
+deliver, each a delay or a ``(delay, bytes)`` pair (so a hook may corrupt):
+``[]`` drops the datagram, ``[d]`` delivers it once after ``d`` seconds,
+``[d1, d2]`` duplicates it. Reordering follows from unequal delays.
+:class:`SeededFaults` is the project's own fault vocabulary
+(:class:`agents.faults.LinkModel`) as such a hook.
 
 Broadcast: a datagram to ``BROADCAST`` host reaches every endpoint bound to
 the destination port, the sender included (as on a real loopback broadcast).
@@ -14,14 +16,16 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from agents.faults import LinkFaults, LinkModel
 
 Address = tuple[str, int]
 BROADCAST = "127.255.255.255"
 
-RoutePacket = Callable[[Address, Address, bytes], list[float]]
+Copy = float | tuple[float, bytes]
+RoutePacket = Callable[[Address, Address, bytes], Sequence[Copy]]
 
 
 @dataclass(frozen=True)
@@ -32,41 +36,30 @@ class Delivery:
     data: bytes
 
 
-def perfect_link(src: Address, dst: Address, data: bytes) -> list[float]:
+def perfect_link(src: Address, dst: Address, data: bytes) -> list[Copy]:
     """Deliver every datagram once, at once."""
     return [0.0]
 
 
-@dataclass
 class SeededFaults:
-    """A ``route_packet`` hook: drop, duplicate and delay from a seeded RNG."""
+    """A ``route_packet`` hook: drop, duplicate, delay and jitter from a seeded RNG,
+    through the same :class:`~agents.faults.LinkModel` the agents' transport uses."""
 
-    seed: int
-    drop: float = 0.0
-    duplicate: float = 0.0
-    delay: float = 0.0
-    jitter: float = 0.0
-    rng: random.Random = field(init=False, repr=False)
+    def __init__(
+        self,
+        seed: int,
+        drop: float = 0.0,
+        duplicate: float = 0.0,
+        delay: float = 0.0,
+        jitter: float = 0.0,
+    ) -> None:
+        # LinkFaults' jitter is symmetric (±j) around the delay: centre it.
+        spec = LinkFaults(drop=drop, duplicate=duplicate, delay=delay + jitter / 2,
+                          jitter=jitter / 2)
+        self.model = LinkModel(spec, seed)
 
-    def __post_init__(self) -> None:
-        for name in ("drop", "duplicate"):
-            p = getattr(self, name)
-            if not 0.0 <= p <= 1.0:
-                raise ValueError(f"{name} must be a probability, got {p}")
-        if self.delay < 0 or self.jitter < 0:
-            raise ValueError("delay and jitter must be >= 0")
-        self.rng = random.Random(self.seed)
-
-    def _one_delay(self) -> float:
-        return self.delay + (self.rng.uniform(0.0, self.jitter) if self.jitter else 0.0)
-
-    def __call__(self, src: Address, dst: Address, data: bytes) -> list[float]:
-        if self.rng.random() < self.drop:
-            return []
-        delays = [self._one_delay()]
-        if self.rng.random() < self.duplicate:
-            delays.append(self._one_delay())
-        return delays
+    def __call__(self, src: Address, dst: Address, data: bytes) -> list[tuple[float, bytes]]:
+        return self.model.route(data, src, dst, 0.0)
 
 
 class FakeNetwork:
@@ -91,8 +84,9 @@ class FakeNetwork:
             [a for a in self._inboxes if a[1] == dst[1]] if dst[0] == BROADCAST else [dst]
         )
         for target in targets:
-            for delay in self.route_packet(src, target, data):
-                d = Delivery(now + delay, src, target, data)
+            for copy in self.route_packet(src, target, data):
+                delay, payload = copy if isinstance(copy, tuple) else (copy, data)
+                d = Delivery(now + delay, src, target, payload)
                 heapq.heappush(self._queue, (d.at, next(self._order), d))
 
     def next_delivery_at(self) -> float | None:
