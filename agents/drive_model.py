@@ -13,10 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
+from agents.checks import require
 
 
 @dataclass(frozen=True)
@@ -33,23 +30,23 @@ class DriveModel:
     """A requested wheel speed below this magnitude (m/s) is commanded as exactly 0."""
 
     def __post_init__(self) -> None:
-        _require(math.isfinite(self.track) and self.track > 0.0, "track must be > 0")
-        _require(
+        require(math.isfinite(self.track) and self.track > 0.0, "track must be > 0")
+        require(
             math.isfinite(self.max_wheel_speed) and self.max_wheel_speed > 0.0,
             "max_wheel_speed must be > 0",
         )
-        _require(
+        require(
             math.isfinite(self.deadband) and 0.0 <= self.deadband < 1.0,
             "deadband must be in [0, 1)",
         )
-        _require(
+        require(
             math.isfinite(self.min_speed) and 0.0 <= self.min_speed < self.max_wheel_speed,
             "min_speed must be in [0, max_wheel_speed)",
         )
 
     def wheel_speed(self, duty: float) -> float:
         """Ground speed (m/s) of a wheel driven at ``duty`` (clipped to [-1, 1])."""
-        _require(math.isfinite(duty), f"duty must be finite, got {duty}")
+        require(math.isfinite(duty), f"duty must be finite, got {duty}")
         d = min(1.0, abs(duty))
         if d <= self.deadband:
             return 0.0
@@ -62,7 +59,7 @@ class DriveModel:
         Requests below ``min_speed`` give exactly 0.0; requests beyond
         ``max_wheel_speed`` saturate at ±1.
         """
-        _require(math.isfinite(speed), f"speed must be finite, got {speed}")
+        require(math.isfinite(speed), f"speed must be finite, got {speed}")
         s = abs(speed)
         if s < self.min_speed:
             return 0.0
@@ -81,7 +78,7 @@ class DriveModel:
         When one wheel would exceed ``max_wheel_speed``, both are scaled by the
         same factor, so the curvature (the turn) is kept and only speed is lost.
         """
-        _require(math.isfinite(v) and math.isfinite(omega), "v and omega must be finite")
+        require(math.isfinite(v) and math.isfinite(omega), "v and omega must be finite")
         half = 0.5 * omega * self.track
         vl, vr = v - half, v + half
         peak = max(abs(vl), abs(vr))

@@ -53,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import chdtri
 
+from agents.checks import require
 from agents.drive_model import DriveModel
 from agents.observations import Detection, ObservationBatch, PoseFix, TagSighting
 from protocol.errors import RejectCounters
@@ -89,10 +90,6 @@ def wrap_angle(a: float) -> float:
     w = math.remainder(a, math.tau)
     return math.pi if w == -math.pi else w
 
-
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
 
 
 @dataclass(frozen=True)
@@ -148,7 +145,7 @@ class LocalizerParams:
             "max_lag",
         ):
             value = getattr(self, name)
-            _require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0")
+            require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0")
         for name in (
             "error_correlation_time",
             "tag_gate",
@@ -159,10 +156,10 @@ class LocalizerParams:
             "max_step",
         ):
             value = getattr(self, name)
-            _require(math.isfinite(value) and value > 0.0, f"{name} must be finite and > 0")
-        _require(math.isfinite(self.camera_forward), "camera_forward must be finite")
-        _require(0.5 < self.init_quantile < 1.0, "init_quantile must be in (0.5, 1)")
-        _require(
+            require(math.isfinite(value) and value > 0.0, f"{name} must be finite and > 0")
+        require(math.isfinite(self.camera_forward), "camera_forward must be finite")
+        require(0.5 < self.init_quantile < 1.0, "init_quantile must be in (0.5, 1)")
+        require(
             isinstance(self.max_consecutive_rejections, int)
             and self.max_consecutive_rejections >= 1,
             "max_consecutive_rejections must be an int >= 1",
@@ -243,7 +240,7 @@ def range_bearing(
     dx = landmark[0] - (state[0] + a * ct)
     dy = landmark[1] - (state[1] + a * st)
     q = dx * dx + dy * dy
-    _require(q > 1e-12, "landmark coincides with the camera")
+    require(q > 1e-12, "landmark coincides with the camera")
     r = math.sqrt(q)
     z = np.array([r, wrap_angle(math.atan2(dy, dx) - th)])
     H = np.array(
@@ -414,10 +411,10 @@ class PoseEKF:
         params: LocalizerParams | None = None,
         t0: float = 0.0,
     ) -> None:
-        _require(math.isfinite(t0), "t0 must be finite")
+        require(math.isfinite(t0), "t0 must be finite")
         self.landmarks: dict[int, tuple[float, float]] = {}
         for tag_id, (lx, ly) in landmarks.items():
-            _require(math.isfinite(lx) and math.isfinite(ly), f"landmark {tag_id} not finite")
+            require(math.isfinite(lx) and math.isfinite(ly), f"landmark {tag_id} not finite")
             self.landmarks[int(tag_id)] = (float(lx), float(ly))
         self.drive = drive if drive is not None else DriveModel()
         self.params = params if params is not None else LocalizerParams()
@@ -516,23 +513,23 @@ class PoseEKF:
         self, dt: float, duty_left: float, duty_right: float, gyro_z: float | None = None
     ) -> None:
         """Advance by ``dt`` seconds with these duties held (and this gyro rate, if any)."""
-        _require(math.isfinite(dt) and dt >= 0.0, f"dt must be finite and >= 0, got {dt}")
+        require(math.isfinite(dt) and dt >= 0.0, f"dt must be finite and >= 0, got {dt}")
         self._advance(self._t + dt, self._inputs(duty_left, duty_right, gyro_z))
 
     def predict_to(
         self, t: float, duty_left: float, duty_right: float, gyro_z: float | None = None
     ) -> None:
         """Advance to time ``t`` (not before the filter time) with these inputs held."""
-        _require(math.isfinite(t), "t must be finite")
-        _require(t >= self._t, f"predict_to({t}) is before the filter time {self._t}")
+        require(math.isfinite(t), "t must be finite")
+        require(t >= self._t, f"predict_to({t}) is before the filter time {self._t}")
         self._advance(t, self._inputs(duty_left, duty_right, gyro_z))
 
     @staticmethod
     def _inputs(duty_left: float, duty_right: float, gyro_z: float | None) -> _Inputs:
-        _require(
+        require(
             math.isfinite(duty_left) and math.isfinite(duty_right), "duties must be finite"
         )
-        _require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
+        require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
         return _Inputs(duty_left, duty_right, gyro_z)
 
     def _advance(self, t1: float, u: _Inputs) -> None:

@@ -43,15 +43,12 @@ from scipy import sparse
 from scipy.ndimage import uniform_filter
 from scipy.sparse.csgraph import dijkstra
 
+from agents.checks import require
 from agents.drive_model import DriveModel
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
 
 
 def _finite(*values: float) -> bool:
@@ -79,8 +76,8 @@ class Box:
     sy: float
 
     def __post_init__(self) -> None:
-        _require(_finite(self.cx, self.cy, self.sx, self.sy), "box values must be finite")
-        _require(self.sx > 0.0 and self.sy > 0.0, "box sides must be > 0")
+        require(_finite(self.cx, self.cy, self.sx, self.sy), "box values must be finite")
+        require(self.sx > 0.0 and self.sy > 0.0, "box sides must be > 0")
 
     def closest_point(self, x: float, y: float) -> tuple[float, float]:
         """The point of the box nearest to (x, y) ((x, y) itself when inside)."""
@@ -100,10 +97,10 @@ class Room:
     obstacles: tuple[Box, ...] = ()
 
     def __post_init__(self) -> None:
-        _require(_finite(self.width, self.height), "room size must be finite")
-        _require(self.width > 0.0 and self.height > 0.0, "room size must be > 0")
+        require(_finite(self.width, self.height), "room size must be finite")
+        require(self.width > 0.0 and self.height > 0.0, "room size must be > 0")
         object.__setattr__(self, "obstacles", tuple(self.obstacles))
-        _require(all(isinstance(b, Box) for b in self.obstacles), "obstacles must be Boxes")
+        require(all(isinstance(b, Box) for b in self.obstacles), "obstacles must be Boxes")
 
     def surface_distance(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """Distance from each point to the nearest wall or obstacle surface (0 inside one)."""
@@ -137,14 +134,14 @@ class BeliefView:
         var = np.asarray(self.var, dtype=np.float64)
         xs = np.asarray(self.xs, dtype=np.float64)
         ys = np.asarray(self.ys, dtype=np.float64)
-        _require(xs.ndim == 1 and ys.ndim == 1, "xs and ys must be 1-D")
-        _require(xs.size >= 2 and ys.size >= 2, "the window needs at least 2x2 cells")
-        _require(mu.shape == (ys.size, xs.size), "mu must be shaped (len(ys), len(xs))")
-        _require(var.shape == mu.shape, "var must be shaped like mu")
+        require(xs.ndim == 1 and ys.ndim == 1, "xs and ys must be 1-D")
+        require(xs.size >= 2 and ys.size >= 2, "the window needs at least 2x2 cells")
+        require(mu.shape == (ys.size, xs.size), "mu must be shaped (len(ys), len(xs))")
+        require(var.shape == mu.shape, "var must be shaped like mu")
         for a in (mu, var, xs, ys):
-            _require(bool(np.all(np.isfinite(a))), "belief arrays must be finite")
-        _require(math.isfinite(self.var_max) and self.var_max > 0.0, "var_max must be > 0")
-        _require(bool(np.all(np.diff(xs) > 0) and np.all(np.diff(ys) > 0)), "xs, ys must increase")
+            require(bool(np.all(np.isfinite(a))), "belief arrays must be finite")
+        require(math.isfinite(self.var_max) and self.var_max > 0.0, "var_max must be > 0")
+        require(bool(np.all(np.diff(xs) > 0) and np.all(np.diff(ys) > 0)), "xs, ys must increase")
         for name, a in (("mu", mu), ("var", var), ("xs", xs), ("ys", ys)):
             object.__setattr__(self, name, a)
 
@@ -165,7 +162,7 @@ class TrackView:
     confident: bool
 
     def __post_init__(self) -> None:
-        _require(_finite(self.x, self.y, self.vx, self.vy, self.t), "track values must be finite")
+        require(_finite(self.x, self.y, self.vx, self.vy, self.t), "track values must be finite")
 
 
 @dataclass(frozen=True)
@@ -219,15 +216,15 @@ class NavParams:
         for name, value in vars(self).items():
             if name == "footprint_cells":
                 continue
-            _require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0")
+            require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0")
         for name in ("v_max", "omega_max", "robot_radius", "period", "brake_gain"):
-            _require(getattr(self, name) > 0.0, f"{name} must be > 0")
-        _require(self.brake_gain * self.period < 1.0, "brake_gain * period must be < 1")
-        _require(
+            require(getattr(self, name) > 0.0, f"{name} must be > 0")
+        require(self.brake_gain * self.period < 1.0, "brake_gain * period must be < 1")
+        require(
             isinstance(self.footprint_cells, int) and self.footprint_cells >= 1,
             "footprint_cells must be an int >= 1",
         )
-        _require(self.search_turn_rate <= self.omega_max, "search_turn_rate must be <= omega_max")
+        require(self.search_turn_rate <= self.omega_max, "search_turn_rate must be <= omega_max")
 
 
 @dataclass(frozen=True)
@@ -290,7 +287,7 @@ class Navigator:
         room: Room,
     ) -> NavDecision:
         """The decision at ``now``; see the module docstring for the behaviour."""
-        _require(math.isfinite(now), "now must be finite")
+        require(math.isfinite(now), "now must be finite")
         self._bans = [b for b in self._bans if b[2] > now]
         if pose is None or not _finite(*pose):
             self._drop_goal()

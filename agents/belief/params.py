@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from agents.checks import require
+
 CHI2_2DOF_99 = 9.21
 """99 % quantile of the chi-square distribution with 2 degrees of freedom."""
 
@@ -19,17 +21,13 @@ INT16_MAX = 32767
 """Largest lattice index: indices travel as int16 on the wire."""
 
 
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
-
 
 def _positive(name: str, value: float) -> None:
-    _require(math.isfinite(value) and value > 0.0, f"{name} must be finite and > 0, got {value}")
+    require(math.isfinite(value) and value > 0.0, f"{name} must be finite and > 0, got {value}")
 
 
 def _non_negative(name: str, value: float) -> None:
-    _require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0, got {value}")
+    require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0, got {value}")
 
 
 @dataclass(frozen=True)
@@ -72,10 +70,10 @@ class GridParams:
     def __post_init__(self) -> None:
         _positive("cell_size", self.cell_size)
         for name, n in (("width", self.width), ("height", self.height)):
-            _require(isinstance(n, int) and 3 <= n <= 4096, f"{name} must be an int in 3..4096")
+            require(isinstance(n, int) and 3 <= n <= 4096, f"{name} must be an int in 3..4096")
         _positive("var_max", self.var_max)
         _positive("var_min", self.var_min)
-        _require(self.var_min < self.var_max, "var_min must be < var_max")
+        require(self.var_min < self.var_max, "var_min must be < var_max")
         _non_negative("process_noise", self.process_noise)
         _non_negative("diffusivity", self.diffusivity)
         _non_negative("decay", self.decay)
@@ -123,7 +121,7 @@ class TrackParams:
         _positive("accel_psd", self.accel_psd)
         _positive("init_velocity_var", self.init_velocity_var)
         _positive("gate", self.gate)
-        _require(
+        require(
             isinstance(self.max_consecutive_gated, int) and self.max_consecutive_gated >= 1,
             "max_consecutive_gated must be an int >= 1",
         )
@@ -132,7 +130,7 @@ class TrackParams:
         _positive("peak_max_var", self.peak_max_var)
         _positive("peak_var_to_m2", self.peak_var_to_m2)
         _non_negative("peak_holdoff", self.peak_holdoff)
-        _require(self.ci_criterion in ("trace", "det"), "ci_criterion must be 'trace' or 'det'")
+        require(self.ci_criterion in ("trace", "det"), "ci_criterion must be 'trace' or 'det'")
 
 
 @dataclass(frozen=True)
@@ -153,19 +151,19 @@ class ReputationParams:
     """A track is a reference only if the trace of its position covariance (m²) is at most this."""
 
     def __post_init__(self) -> None:
-        _require(
+        require(
             math.isfinite(self.forgetting) and 0.0 < self.forgetting < 1.0,
             "forgetting must be in (0, 1)",
         )
         _positive("prior_alpha", self.prior_alpha)
         _positive("prior_beta", self.prior_beta)
-        _require(0.0 < self.threshold < 1.0, "threshold must be in (0, 1)")
-        _require(
+        require(0.0 < self.threshold < 1.0, "threshold must be in (0, 1)")
+        require(
             self.prior_alpha / (self.prior_alpha + self.prior_beta) >= self.threshold,
             "the prior score must be fusable "
             "(prior_alpha / (prior_alpha + prior_beta) >= threshold)",
         )
-        _require(
+        require(
             self.prior_alpha / (self.prior_alpha + self.prior_beta + 1.0 / (1.0 - self.forgetting))
             < self.threshold,
             "a peer that fails every check must end below threshold "
