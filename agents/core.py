@@ -505,25 +505,28 @@ class AgentCore:
         if self.config.use_reputation:
             verdict = self._reputation_check(peer, now)
         inflation = self._fusion_weight(peer)
-        fused = False
-        if inflation is not None and body.updates == peer.updates_fused:
+        if inflation is None:
+            outcome = "not_sharing" if self.config.fusion == FUSION_NONE else "distrusted"
+        elif body.updates == peer.updates_fused:
             # Nothing new since the last one: the same measurements, only predicted. Fusing
             # it again would keep a lost target alive by passing it back and forth.
             self.counters.count("track_no_new_information")
-        elif inflation is not None:
+            outcome = "no_new_information"
+        else:
+            outcome = "fused"
             rule = FusionRule(self.config.fusion)
             self.track.fuse_peer(x, P, t_local, now, inflation=inflation, rule=rule)
             self.stats["tracks_fused"] += 1
             peer.updates_fused = body.updates
             self._track_info_at = now
-            fused = True
         self._emit(
             "peer_track",
             {
                 "peer": peer.name,
                 "t_ref": t_local,
+                "outcome": outcome,
                 "x": x,
-                "fused": fused,
+                "fused": outcome == "fused",
                 "check": None if verdict is None else verdict.passed,
                 "score": self.reputation.score(peer.name),
             },

@@ -156,7 +156,10 @@ def _liar_trace(an: Any, liar: str) -> dict[str, Any]:
             continue
         events = [e for e in log.events("peer_track") if e.get("peer") == liar]
         after = [e for e in events if e["t"] - an.t_start >= BYZANTINE_ONSET]
-        refused = [e["t"] - an.t_start for e in after if not e.get("fused")]
+        # TRACKs that carried new measurements: fused, or refused by reputation (the
+        # ones with nothing new are skipped whoever sends them).
+        after = [e for e in after if e.get("outcome", "fused") in ("fused", "distrusted")]
+        refused = [e["t"] - an.t_start for e in after if e.get("outcome") == "distrusted"]
         out[name] = {
             "tracks_after_onset": len(after),
             "fused_after_onset": sum(1 for e in after if e.get("fused")),
@@ -762,8 +765,8 @@ def exp_byzantine(res: dict[str, dict[str, Any]], seeds: list[int], figdir: Path
                       "Honest agents' error (median over seeds and the two honest agents, 1 s "
                       "rolling median); the liar starts at 20 s (dotted)."))
     s.text += ["", "Recovery time is counted from the onset (20 s); \"first refused\" is when "
-               "an honest agent first declined to fuse one of the liar's TRACKs, after the "
-               "onset."]
+               "an honest agent's reputation first refused one of the liar's TRACKs, after the "
+               "onset; the fused share counts only TRACKs that carried new measurements."]
     on, off = data.get("byzantine", {}), data.get("byzantine_norep", {})
     if on.get("total"):
         met = on["ok"] == on["total"]

@@ -103,5 +103,8 @@ def test_a_track_without_new_information_is_not_fused_again_and_then_dropped() -
     while t < 0.3 + core.config.track_timeout + 0.2:  # then nothing new at all
         t = round(t + 0.1, 6)
         core.tick(t)
-    dropped = [r for r in core.take_outputs().records if r.event == "track_dropped"]
+    records = core.take_outputs().records
+    outcomes = [r.fields["outcome"] for r in records if r.event == "peer_track"]
+    assert outcomes == ["fused", "no_new_information", "fused"]
+    dropped = [r for r in records if r.event == "track_dropped"]
     assert len(dropped) == 1 and not core.track.initialised
