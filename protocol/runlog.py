@@ -107,3 +107,18 @@ def read_run_log(path: Path, stats: ReadStats | None = None) -> Iterator[dict[st
 def b64(data: str) -> bytes:
     """Decode a bytes field written by :class:`RunLog`."""
     return base64.b64decode(data.encode("ascii"), validate=True)
+
+
+def rejection(line: dict[str, Any]) -> tuple[str, int] | None:
+    """(reason, how many) when ``line`` reports rejections, else None.
+
+    Two events do: ``rx`` with ``ok`` false (the decoder refused datagrams) and
+    ``refused`` (the agent refused a valid message's content). Each stands for
+    ``count`` rejections of its reason (logs before sampling: one each).
+    """
+    event = line.get("event")
+    if not ((event == "rx" and not line.get("ok")) or event == "refused"):
+        return None
+    count = line.get("count", 1)
+    n = count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1
+    return str(line.get("reason", "unknown")), n

@@ -45,6 +45,7 @@ ENVELOPE_LEN = 8
 MAX_STR_LEN = BYE_REASON_MAX_BYTES
 MAX_ARRAY_LEN = 10
 MAX_MAP_LEN = MAX_COUNTERS
+MAX_DEPTH = 3  # envelope, body, an array inside the body (a covariance, the counters)
 
 
 def check_key(key: bytes) -> bytes:
@@ -200,6 +201,22 @@ def _unpack(payload: bytes, limit: int) -> Any:
         raise SwarmDecodeError(RejectReason.MALFORMED, f"{type(e).__name__}: {e}") from None
 
 
+def _check_depth(env: Any) -> None:
+    """Refuse containers nested deeper than any message is, before anything reads them."""
+    stack: list[tuple[Any, int]] = [(env, 1)]
+    while stack:
+        obj, depth = stack.pop()
+        if isinstance(obj, _MapPairs):
+            items: list[Any] = [x for pair in obj for x in pair]
+        elif isinstance(obj, list):
+            items = obj
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise SwarmDecodeError(RejectReason.MALFORMED, f"nested deeper than {MAX_DEPTH}")
+        stack.extend((x, depth + 1) for x in items)
+
+
 # Wire types of a field: F float, I int, S str, B bin, M map of str -> int,
 # or an int n for an array of n floats.
 _FieldSpec = str | int
@@ -306,6 +323,7 @@ def decode_payload(
 ) -> Message:
     """Checks 3 to 9 of SWARM.md on msgpack bytes whose MAC has been verified."""
     env = _unpack(payload, limit)
+    _check_depth(env)
     kind = _check_types(env)
     try:
         validate_header(*env[2:7])

@@ -35,6 +35,13 @@ COUNTER_NAME_MAX_BYTES = 32
 MAX_COUNTERS = 16
 BYE_REASON_MAX_BYTES = 64
 SWARM_NAME_MAX_BYTES = 64
+MAX_TIME = 2.0**32
+"""Every time on the wire is a monotonic reading in seconds, 0 <= t < 2**32 (136 years)."""
+NAME_CHARACTERS = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+)
+"""Sender and counter names: ASCII letters, digits, '.', '_' and '-' only, so that no
+name can reorder, hide or fake text where it is printed (a status table, a log)."""
 
 SwarmId = NewType("SwarmId", int)
 
@@ -89,6 +96,13 @@ def _float(name: str, value: object) -> float:
     return f
 
 
+def _time(name: str, value: object) -> float:
+    t = _float(name, value)
+    if not 0.0 <= t < MAX_TIME:
+        raise FieldError(RejectReason.OUT_OF_RANGE, f"{name}={t} outside 0..2**32 s")
+    return t
+
+
 def _int(name: str, value: object, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise FieldError(RejectReason.BAD_TYPE, f"{name} must be an integer")
@@ -98,14 +112,14 @@ def _int(name: str, value: object, lo: int, hi: int) -> int:
     return i
 
 
-def _text(name: str, value: object, min_bytes: int, max_bytes: int) -> str:
+def _text(name: str, value: object, min_bytes: int, max_bytes: int, *, is_name: bool) -> str:
     if not isinstance(value, str):
         raise FieldError(RejectReason.BAD_TYPE, f"{name} must be a string")
-    return _checked_text(name, value, min_bytes, max_bytes)
+    return _checked_text(name, value, min_bytes, max_bytes, is_name)
 
 
 @functools.lru_cache(maxsize=256)  # the same few sender ids arrive in every datagram
-def _checked_text(name: str, value: str, min_bytes: int, max_bytes: int) -> str:
+def _checked_text(name: str, value: str, min_bytes: int, max_bytes: int, is_name: bool) -> str:
     try:
         n = len(value.encode("utf-8"))
     except UnicodeEncodeError as e:  # lone surrogates cannot be sent
@@ -114,9 +128,19 @@ def _checked_text(name: str, value: str, min_bytes: int, max_bytes: int) -> str:
         raise FieldError(
             RejectReason.OUT_OF_RANGE, f"{name} must be {min_bytes}..{max_bytes} UTF-8 bytes"
         )
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value):
-        raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} holds a control character")
+    if is_name:
+        if not NAME_CHARACTERS.issuperset(value):
+            raise FieldError(
+                RejectReason.OUT_OF_RANGE, f"{name} may hold only A-Z a-z 0-9 . _ -"
+            )
+    elif any(not 0x20 <= ord(c) <= 0x7E for c in value):
+        raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} may hold only printable ASCII")
     return value
+
+
+def check_name(name: str, what: str = "name") -> str:
+    """A sender (agent) name as the wire allows it; ``ValueError`` saying why otherwise."""
+    return _text(what, name, 1, SENDER_MAX_BYTES, is_name=True)
 
 
 def _floats(name: str, value: object, n: int) -> tuple[float, ...]:
@@ -236,7 +260,7 @@ def _counters(value: object) -> tuple[tuple[str, int], ...]:
     for pair in items:
         if not isinstance(pair, Sequence) or isinstance(pair, str | bytes) or len(pair) != 2:
             raise FieldError(RejectReason.BAD_TYPE, "counters must be (name, value) pairs")
-        name = _text("counter name", pair[0], 1, COUNTER_NAME_MAX_BYTES)
+        name = _text("counter name", pair[0], 1, COUNTER_NAME_MAX_BYTES, is_name=True)
         if name in out:
             raise FieldError(RejectReason.INCONSISTENT, f"counter {name!r} appears twice")
         out[name] = _int(f"counter {name!r}", pair[1], 0, U32_MAX)
@@ -265,7 +289,7 @@ class Patch:
 
     def __post_init__(self) -> None:
         _set(self, "cell_size_mm", _cell_size_mm(self.cell_size_mm))
-        _set(self, "t_ref", _float("t_ref", self.t_ref))
+        _set(self, "t_ref", _time("t_ref", self.t_ref))
         _cells(self.cells)
 
     @property
@@ -287,7 +311,7 @@ class Track:
     def __post_init__(self) -> None:
         _set(self, "mean", _binary32("mean", _floats("mean", self.mean, 4)))
         _set(self, "cov", _binary32("cov", _covariance("cov", self.cov, 4)))
-        _set(self, "t_ref", _float("t_ref", self.t_ref))
+        _set(self, "t_ref", _time("t_ref", self.t_ref))
         _set(self, "updates", _int("updates", self.updates, 0, U32_MAX))
 
     @property
@@ -321,7 +345,7 @@ class Pong:
     def __post_init__(self) -> None:
         _set(self, "ping_id", _int("ping_id", self.ping_id, 0, U32_MAX))
         for name in ("t1", "t2", "t3"):
-            _set(self, name, _float(name, getattr(self, name)))
+            _set(self, name, _time(name, getattr(self, name)))
         if self.t3 < self.t2:
             raise FieldError(RejectReason.INCONSISTENT, "t3 (reply sent) before t2 (ping received)")
 
@@ -352,7 +376,7 @@ class Snapshot:
         _set(self, "width", _int("width", self.width, 1, U16_MAX))
         _set(self, "height", _int("height", self.height, 1, U16_MAX))
         _set(self, "cell_size_mm", _cell_size_mm(self.cell_size_mm))
-        _set(self, "t_ref", _float("t_ref", self.t_ref))
+        _set(self, "t_ref", _time("t_ref", self.t_ref))
         cells = _cells(self.cells)
         if max(self.origin_ix + self.width, self.origin_iy + self.height) - 1 > INT16_MAX:
             raise FieldError(RejectReason.OUT_OF_RANGE, "window extends beyond int16 indices")
@@ -378,7 +402,7 @@ class Bye:
     reason: str = ""
 
     def __post_init__(self) -> None:
-        _set(self, "reason", _text("reason", self.reason, 0, BYE_REASON_MAX_BYTES))
+        _set(self, "reason", _text("reason", self.reason, 0, BYE_REASON_MAX_BYTES, is_name=False))
 
 
 Body = Heartbeat | Patch | Track | Ping | Pong | Snapshot | Bye
@@ -396,10 +420,10 @@ def validate_header(
     """Check the envelope fields in wire order; return them normalised."""
     return (
         _int("swarm_id", swarm_id, 0, U32_MAX),
-        _text("sender", sender, 1, SENDER_MAX_BYTES),
+        _text("sender", sender, 1, SENDER_MAX_BYTES, is_name=True),
         _int("epoch", epoch, 0, U32_MAX),
         _int("seq", seq, 0, U32_MAX),
-        _float("t_sent", t_sent),
+        _time("t_sent", t_sent),
     )
 
 

@@ -35,6 +35,7 @@ from protocol.swarm import (
     upper_triangle,
 )
 from protocol.swarm.codec import pack, seal, to_wire
+from protocol.swarm.messages import NAME_CHARACTERS
 from protocol.swarm.replay import ReplayGuard, ReplayWindow
 
 KEY = bytes(range(32))
@@ -65,7 +66,7 @@ SAMPLES = [
     Pong(9, 50.0, 70.0, 70.001),
     Snapshot(3, 0, 2, 0, -3, 4, 4, 100, 99.9, cells(3, 0).slice(0, 1)),
     Bye(),
-    Bye("restarting ☃"),
+    Bye("restarting: low battery"),
 ]
 
 
@@ -119,14 +120,14 @@ u32 = st.integers(0, 2**32 - 1)
 i16 = st.integers(-(2**15), 2**15 - 1)
 nonneg = st.floats(0.0, 1e6)
 f32 = st.floats(-1e30, 1e30)  # covariances and the track mean travel as float 32
-printable = st.characters(min_codepoint=0x20, blacklist_categories=("Cs", "Cc"))
-name = st.text(printable, min_size=1, max_size=8)
+printable = st.characters(min_codepoint=0x20, max_codepoint=0x7E)  # BYE reasons: SWARM.md §2
+name = st.text(st.sampled_from(sorted(NAME_CHARACTERS)), min_size=1, max_size=8)
 
 
 @st.composite
 def bodies(draw):
     kind = draw(st.sampled_from(list(Kind)))
-    t = draw(st.floats(-1e6, 1e6))
+    t = draw(st.floats(0.0, 1e6))
     if kind is Kind.HEARTBEAT:
         return Heartbeat(draw(finite), draw(finite), draw(st.floats(-math.pi, math.pi)),
                          (draw(nonneg), draw(f32), draw(f32), draw(nonneg), draw(f32),
@@ -150,7 +151,7 @@ def bodies(draw):
     if kind is Kind.PING:
         return Ping(draw(u32))
     if kind is Kind.PONG:
-        return Pong(draw(u32), draw(finite), t, t + draw(st.floats(0, 1)))
+        return Pong(draw(u32), draw(st.floats(0.0, 4e9)), t, t + draw(st.floats(0, 1)))
     return Bye(draw(st.text(printable, max_size=16)))
 
 
