@@ -41,7 +41,9 @@ from agents.faults import Byzantine, ByzantineSpec, Stage
 from agents.localization import LocalizerParams, PoseEKF
 from agents.navigation import BeliefView, NavDecision, Navigator, NavParams, Room, TrackView
 from agents.observations import ObservationBatch
-from protocol.clock import ClockOffsetEstimator, NoClockSample
+from agents.peers import Peer, PeerLimits, PeerTable
+from agents.rejections import RejectionSampler
+from protocol.clock import NoClockSample
 from protocol.errors import RejectCounters
 from protocol.swarm import (
     Body,
@@ -57,11 +59,18 @@ from protocol.swarm import (
     from_upper_triangle,
     upper_triangle,
 )
+from protocol.swarm.limits import (
+    ClaimLimits,
+    check_cells,
+    check_position,
+    check_time,
+    check_track,
+)
 
 Address = tuple[str, int]
 FUSION_NONE = "none"  # a fusion setting: share nothing received (the no-sharing baseline)
 MAX_PENDING_CHUNKS = 64  # cell messages held per peer while its clock is not yet mapped
-PENDING_TIMEOUT = 5.0
+PENDING_TIMEOUT = 5.0  # and for this long at most (SWARM.md: a claim is at most 5 s old)
 
 
 @dataclass(frozen=True)
@@ -119,14 +128,33 @@ class AgentConfig:
     track_confident_uncertainty: float = 0.25  # trace(P)/4, m² and (m/s)² mixed, as the seed
     track_max_age: float = 3.0  # a track with no new information for this long is not pursued
     track_timeout: float = 6.0  # ... and after this long it is dropped: refuse, not guess
+    max_peers: int = 64
+    claim_margin: float = 1.0  # positions claimed up to this far outside the room are plausible
+    max_claimed_speed: float = 10.0  # m/s: a peer track faster than this is refused
 
     def __post_init__(self) -> None:
         if self.fusion not in {*(r.value for r in FusionRule), FUSION_NONE}:
             raise ValueError(f"unknown fusion rule {self.fusion!r}")
-        if not 0.5 <= self.peer_lost_after <= 60.0:
-            raise ValueError("peer_lost_after must be in 0.5..60 s")
         if not 1 <= self.patch_max_cells <= 4096:
             raise ValueError("patch_max_cells must be in 1..4096")
+        if not (0.0 <= self.claim_margin <= 100.0 and 0.0 < self.max_claimed_speed <= 1000.0):
+            raise ValueError("claim_margin must be in 0..100 m, max_claimed_speed in (0, 1000] m/s")
+        _ = self.peer_limits  # validates max_peers and peer_lost_after
+
+    @property
+    def peer_limits(self) -> PeerLimits:
+        return PeerLimits(max_peers=self.max_peers, lost_after=self.peer_lost_after,
+                          forget_after=max(30.0, self.peer_lost_after))
+
+    @property
+    def claim_limits(self) -> ClaimLimits:
+        """What a peer's message may claim here (SWARM.md §10)."""
+        g = self.grid
+        return ClaimLimits.for_room(
+            self.room.width, self.room.height, margin=self.claim_margin,
+            max_speed=self.max_claimed_speed, max_age=PENDING_TIMEOUT,
+            cell_var_min=g.var_min / 2, cell_var_max=4 * g.var_max,
+        )
 
 
 @dataclass(frozen=True)
@@ -173,36 +201,6 @@ class Outputs:
     records: list[Record] = field(default_factory=list)
 
 
-@dataclass
-class Peer:
-    name: str
-    epoch: int
-    addr: Address
-    first_heard: float
-    last_heard: float
-    clock: ClockOffsetEstimator = field(default_factory=ClockOffsetEstimator)
-    lost: bool = False
-    position: tuple[float, float] | None = None
-    position_at: float = -math.inf
-    track: tuple[np.ndarray, np.ndarray, float] | None = None  # x, P, t on our clock
-    pings: dict[int, float] = field(default_factory=dict)
-    pending: list[tuple[float, Patch | Snapshot]] = field(default_factory=list)
-    updates_fused: int = -1  # the peer track's update count when we last fused it
-    next_ping_id: int = 1
-    next_ping: float = -math.inf
-
-
-def _positive_definite(P: np.ndarray) -> bool:
-    """A covariance the filter can fuse: finite, symmetric by construction, Cholesky-able."""
-    if not np.isfinite(P).all():
-        return False
-    try:
-        np.linalg.cholesky(P)
-    except np.linalg.LinAlgError:
-        return False
-    return True
-
-
 def _due(now: float, next_at: float, period: float) -> tuple[bool, float]:
     """Whether a periodic action is due, and its next time (cadence kept, no bursts)."""
     if now < next_at:
@@ -221,8 +219,10 @@ class AgentCore:
         self.reputation = ReputationTable(c.reputation)
         self.localizer = PoseEKF(c.landmarks, drive=c.drive, params=c.localizer, t0=t0)
         self.navigator = Navigator(drive=c.drive, params=c.nav)
-        self.peers: dict[str, Peer] = {}
+        self.peers = PeerTable(c.peer_limits)
+        self.limits = c.claim_limits
         self.counters = RejectCounters()
+        self.refusals = RejectionSampler()
         self.stats: dict[str, int] = {
             "detections": 0,
             "cells_fused": 0,
@@ -304,40 +304,89 @@ class AgentCore:
             self.grid.deposit(footprint, detections)
 
     def on_peer_discovered(self, name: str, addr: Address, epoch: int, now: float) -> None:
-        """Discovery (mDNS or a static list) names a peer before it speaks."""
+        """Discovery (mDNS or a static list) names an address to PING; it makes no peer."""
         if name != self.config.name:
-            self._touch_peer(name, epoch, addr, now, heard=False)
+            self.peers.discovered(name, addr, now)
 
     def on_message(self, msg: Message, src: Address, now: float) -> None:
-        """A swarm message that passed every check of the decoder."""
+        """A swarm message that passed every check of the decoder.
+
+        One message at a time: whatever it holds, an exception while handling it is
+        counted (``internal_error``), logged with the message, and goes no further.
+        """
         if msg.sender == self.config.name:
             return  # our own broadcast, looped back
-        peer = self._touch_peer(msg.sender, msg.epoch, src, now, heard=True)
+        try:
+            self._on_message(msg, src, now)
+        except Exception as exc:
+            self._refuse("internal_error", now, peer=msg.sender, kind=msg.kind.name,
+                         error=f"{type(exc).__name__}: {exc}"[:200], message=repr(msg)[:400])
+        self._drain_peer_events()
+
+    def _on_message(self, msg: Message, src: Address, now: float) -> None:
+        routed = self.peers.route(msg.sender, msg.epoch, src, now)
+        if isinstance(routed, str):
+            self._refuse(routed, now, peer=msg.sender, epoch=msg.epoch)
+            return
+        peer = routed
         body = msg.body
-        if isinstance(body, Ping):
+        if isinstance(body, Ping):  # answered whoever asks: a PONG is no bigger than its PING
             self._send(src, Pong(body.ping_id, msg.t_sent, now, now))
-        elif isinstance(body, Pong):
-            t1 = peer.pings.pop(body.ping_id, None)
-            if t1 is None or t1 != body.t1:
-                self.counters.count("unknown_pong")
-            elif not peer.clock.add_sample(t1, body.t2, body.t3, now):
-                self.counters.count("clock_sample_rejected")
-            elif peer.pending and peer.clock.synchronized_at_time(now):
-                held, peer.pending = peer.pending, []
-                for received, cells_body in held:
-                    if now - received <= PENDING_TIMEOUT:
-                        self._fuse_cells(peer, cells_body, now)
-                    else:
-                        self.counters.count("held_cells_expired")
-        elif isinstance(body, Heartbeat):
+            return
+        if isinstance(body, Pong):
+            self._on_pong(peer, body, src, now)
+            return
+        if peer.clock.synchronized_at_time(now):
+            sent = self._peer_time(peer, msg.t_sent, now)
+            if sent is not None and check_time(sent[0], now, self.limits) is not None:
+                self._refuse("stale_datagram", now, peer=peer.name, kind=msg.kind.name)
+                return
+        if isinstance(body, Heartbeat):
+            if body.mode is not Mode.LOST_POSE and check_position(
+                body.x, body.y, self.limits
+            ) is not None:
+                self._refuse("implausible_position", now, peer=peer.name, kind="HEARTBEAT")
+                return
             peer.position, peer.position_at = (body.x, body.y), now
         elif isinstance(body, Patch | Snapshot):
+            reason = check_cells(body.cells.mu, body.cells.var, self.limits)
+            if reason is not None:
+                self._refuse(reason, now, peer=peer.name, kind=msg.kind.name)
+                return
             self._fuse_cells(peer, body, now)
         elif isinstance(body, Track):
             self._on_peer_track(peer, body, now)
         elif isinstance(body, Bye):
-            peer.lost = True
+            if peer is self.peers.get(peer.name):
+                peer.lost = True
             self._emit("peer_bye", {"peer": peer.name, "reason": body.reason})
+
+    def _on_pong(self, peer: Peer, body: Pong, src: Address, now: float) -> None:
+        if self.peers.answered(body.ping_id, body.t1, src) is None:
+            self.counters.count("unknown_pong")
+            return
+        if self.peers.confirm(peer, src, now):
+            self._send_snapshot(peer, now)
+        if not peer.clock.add_sample(body.t1, body.t2, body.t3, now):
+            self.counters.count("clock_sample_rejected")
+        elif peer.pending and peer.clock.synchronized_at_time(now):
+            held, peer.pending = peer.pending, []
+            for received, cells_body in held:
+                if now - received <= PENDING_TIMEOUT:
+                    self._fuse_cells(peer, cells_body, now)
+                else:
+                    self.counters.count("held_cells_expired")
+
+    def _refuse(self, reason: str, now: float, **fields: Any) -> None:
+        """A valid message's content refused: counted always, logged as a sample."""
+        self.counters.count(reason)
+        count = self.refusals.admit(reason, now)
+        if count is not None:
+            self._emit("refused", {"reason": reason, "count": count, **fields})
+
+    def _drain_peer_events(self) -> None:
+        for event, fields in self.peers.take_events():
+            self._emit(event, fields)
 
     def tick(self, now: float) -> None:
         """The 10 Hz beat: belief step, decision, periodic messages, peer liveness."""
@@ -404,30 +453,15 @@ class AgentCore:
         if t > self.localizer.t:
             self.localizer.predict_to(t, self._duty[0], self._duty[1], self._gyro)
 
-    def _touch_peer(
-        self, name: str, epoch: int, addr: Address, now: float, *, heard: bool
-    ) -> Peer:
-        peer = self.peers.get(name)
-        if peer is None or peer.epoch != epoch:
-            why = "new_peer" if peer is None else "new_epoch"
-            peer = Peer(name, epoch, addr, now, now if heard else -math.inf)
-            self.peers[name] = peer
-            self._emit("peer_joined", {"peer": name, "epoch": epoch, "addr": addr, "why": why})
-            self._send_snapshot(peer, now)
-        if heard:
-            if peer.lost:
-                self._emit("peer_returned", {"peer": name, "silent": now - peer.last_heard})
-            peer.lost = False
-            peer.last_heard = now
-            peer.addr = addr
-        return peer
-
     def _send_snapshot(self, peer: Peer, now: float) -> None:
+        """The whole window, unicast to a newly confirmed peer (rate-limited by the table)."""
+        if peer.confirmed_addr is None or not self.peers.snapshot_allowed(peer.name, now):
+            return
         self._snapshot_id = (self._snapshot_id + 1) & 0xFFFF_FFFF
         g = self.grid
         height, width = g.shape
         self._send(
-            peer.addr,
+            peer.confirmed_addr,
             OutSnapshot(g.snapshot(), self._snapshot_id, g.origin, width, height, now),
         )
         self.stats["snapshots_sent"] += 1
@@ -470,6 +504,9 @@ class AgentCore:
                 self.counters.count(f"{kind}_peer_clock_unsynced")
             return
         t_local, uncertainty = mapped
+        if check_time(t_local, now, self.limits) is not None:
+            self._refuse("implausible_time", now, peer=peer.name, kind=kind.upper())
+            return
         cells = body.cells
         n = self.grid.fuse(
             cells.ix,
@@ -495,8 +532,9 @@ class AgentCore:
         t_local, uncertainty = mapped
         x = np.array(body.mean, dtype=np.float64)
         P = from_upper_triangle(body.cov, 4)
-        if not _positive_definite(P):
-            self.counters.count("track_not_positive_definite")
+        reason = check_time(t_local, now, self.limits) or check_track(x, P, self.limits)
+        if reason is not None:
+            self._refuse(reason, now, peer=peer.name, kind="TRACK")
             return
         # The clock's uncertainty becomes position uncertainty along the velocity.
         P = P + uncertainty**2 * np.diag([x[2] ** 2, x[3] ** 2, 0.0, 0.0])
@@ -550,7 +588,7 @@ class AgentCore:
         return self.reputation.check(peer.name, claim, own, others)
 
     def _active_peers(self, now: float) -> Iterable[Peer]:
-        return (self.peers[name] for name in sorted(self.peers) if not self.peers[name].lost)
+        return self.peers.active()
 
     def _maybe_send_track(self, now: float) -> None:
         """A fresh detection goes out at once, rate-limited, not at the next periodic TRACK."""
@@ -633,15 +671,8 @@ class AgentCore:
                 )
                 self.grid.mark_sent(sent)
                 self._send(None, OutPatch(cells, now))
-        for peer in self._active_peers(now):
-            ping_due, peer.next_ping = _due(now, peer.next_ping, 1.0 / r.ping)
-            if ping_due:
-                ping_id = peer.next_ping_id
-                peer.next_ping_id = (ping_id % 0xFFFF_FFFF) + 1
-                peer.pings[ping_id] = now
-                while len(peer.pings) > 8:
-                    del peer.pings[next(iter(peer.pings))]
-                self._send(peer.addr, Ping(ping_id))
+        for addr in self.peers.pings_due(now, 1.0 / r.ping):
+            self._send(addr, Ping(self.peers.ping(addr, now)))
         due, self._next["belief_log"] = _due(now, self._next["belief_log"], 1.0)
         if due:
             self._emit("belief", self._belief_record(now))
@@ -663,7 +694,7 @@ class AgentCore:
                     "score": self.reputation.score(p.name),
                     "synced": p.clock.synchronized_at_time(now),
                 }
-                for p in (self.peers[n] for n in sorted(self.peers))
+                for _, p in self.peers.items()
             },
             "counters": self.counters.as_dict(),
         }
@@ -679,10 +710,7 @@ class AgentCore:
         return record
 
     def _check_peers(self, now: float) -> None:
-        for name in sorted(self.peers):
-            peer = self.peers[name]
-            if not peer.lost and now - max(peer.last_heard, peer.first_heard) > (
-                self.config.peer_lost_after
-            ):
-                peer.lost = True
-                self._emit("peer_lost", {"peer": name, "silent": now - peer.last_heard})
+        self.peers.check(now)
+        self._drain_peer_events()
+        for reason, count in self.refusals.flush(now):
+            self._emit("refused", {"reason": reason, "count": count})

@@ -22,6 +22,7 @@ from agents.core import AgentCore, OutPatch, OutSnapshot, Send
 from agents.faults import Byzantine, ByzantineSpec, CellArrays
 from agents.navigation import NavDecision
 from agents.observations import ObservationBatch, PoseFix, TagSighting
+from agents.rejections import RejectionSampler
 from protocol.swarm import Message, SwarmReceiver, SwarmSender, Track
 from protocol.swarm.codec import decode_payload
 from protocol.swarm.messages import MAC_LEN
@@ -30,6 +31,7 @@ Address = tuple[str, int]
 LogFn = Callable[..., None]  # log(event, t=..., **fields), e.g. RunLog.log
 
 # Events that are inputs of the core, in the order they happened.
+RAW_SAMPLE_BYTES = 64  # of a rejected datagram, logged as a sample
 INPUT_EVENTS = frozenset({"rx", "discovered", "car", "obs", "tick", "byzantine"})
 
 
@@ -101,6 +103,7 @@ class SwarmNode:
         self._out: list[Datagram] = []
         self.decision: NavDecision | None = None
         self.liar: Byzantine | None = None  # what it sends is distorted (Byzantine at=send)
+        self.rejections = RejectionSampler()
 
     def set_byzantine(self, spec: ByzantineSpec | None, seed: int, now: float) -> None:
         """Make this agent lie (``None`` or an honest spec: stop lying).
@@ -122,8 +125,11 @@ class SwarmNode:
         msg = self.receiver.receive_datagram(data, src, now)
         if msg is None:
             rejection = self.receiver.last_rejection
-            reason = rejection.reason if rejection else "unknown"
-            self.log("rx", t=now, src=src, raw=data, ok=False, reason=reason)
+            reason = str(rejection.reason) if rejection else "unknown"
+            count = self.rejections.admit(reason, now)
+            if count is not None:  # a sample: at most one a second per reason, truncated
+                self.log("rx", t=now, src=src, raw=data[:RAW_SAMPLE_BYTES], size=len(data),
+                         ok=False, reason=reason, count=count)
             return None
         if msg.sender == self.name:
             return msg  # our own broadcast looped back: not an input
@@ -156,7 +162,13 @@ class SwarmNode:
         self.log("tick", t=now)
         self.core.tick(now)
         self._collect(now)
+        self.flush_rejections(now)
         return self.decision
+
+    def flush_rejections(self, now: float, *, final: bool = False) -> None:
+        """Log the rejections tallied but not yet logged (``final``: all of them)."""
+        for reason, count in self.rejections.flush(now, final=final):
+            self.log("rx", t=now, ok=False, reason=reason, count=count)
 
     # ------------------------------------------------------------ outputs
 

@@ -17,13 +17,12 @@ import asyncio
 import contextlib
 import hashlib
 import math
-import random
 import signal
 import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from protocol.mz01.session import (
 )
 from protocol.runlog import RunLog, log_path
 from protocol.swarm import Bye, swarm_id_from_name
+from protocol.swarm.sender import next_epoch
 
 Address = tuple[str, int]
 DEFAULT_SWARM_PORT = 47000
@@ -78,8 +78,22 @@ class RuntimeOptions:
     duration: float | None = None
     car_timeout: float = 5.0
     lock_dir: Path | None = None
-    epoch: int = field(default_factory=lambda: random.SystemRandom().randrange(1, 2**32))
+    epoch: int | None = None  # None: the next epoch of this name (see claim_epoch)
     pipeline: Pipeline | None = None  # camera sensing: the perception pipeline to run
+
+
+def claim_epoch(run_dir: Path, name: str, wall_seconds: float) -> int:
+    """This start's epoch, above the last one this run directory saw for ``name``."""
+    path = run_dir / f"{name}.epoch"
+    previous: int | None = None
+    with contextlib.suppress(OSError, ValueError):
+        previous = int(path.read_text(encoding="ascii").strip())
+    epoch = next_epoch(previous, wall_seconds)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".epoch.tmp")
+    tmp.write_text(f"{epoch}\n", encoding="ascii")
+    tmp.replace(path)
+    return epoch
 
 
 class _CarProtocol(asyncio.DatagramProtocol):
@@ -258,10 +272,14 @@ class AgentRuntime:
         self.log = RunLog(log_path(o.run_dir, o.config.name), o.config.name, time.monotonic)
         self.core = AgentCore(o.config, time.monotonic())
         self.swarm_id = swarm_id_from_name(o.swarm)
-        self.node = SwarmNode(
-            self.core, o.key, self.swarm_id, o.epoch, limit=o.limit, log=self.log.log
+        self.epoch = (
+            o.epoch if o.epoch is not None else claim_epoch(o.run_dir, o.config.name, time.time())
         )
-        self.faults = TransportFaults(o.config.name, o.epoch, self._peer_name)
+        self.node = SwarmNode(
+            self.core, o.key, self.swarm_id, self.epoch, limit=o.limit, log=self.log.log
+        )
+        self.faults = TransportFaults(o.config.name, self.epoch, self._peer_name)
+        self.fatal: str | None = None  # why the agent's own loop failed
         self.lock = CarLock(o.car, o.lock_dir)
         self.car: CarLink | None = None
         self.camera: CameraDriver | None = None
@@ -279,10 +297,15 @@ class AgentRuntime:
         return time.monotonic()
 
     def _peer_name(self, addr: Address) -> str | None:
-        for name, peer in self.core.peers.items():
-            if peer.addr == addr:
-                return name
-        return None
+        return self.core.peers.name_at(addr)
+
+    def _fail(self, where: str, exc: BaseException) -> None:
+        """The agent's own loop failed: say why, stop (the car is stopped on the way out)."""
+        if self.fatal is None:
+            self.fatal = f"{where} failed: {type(exc).__name__}: {exc}"
+            self.log.log("fatal", where=where, error=f"{type(exc).__name__}: {exc}")
+        if self._stop is not None:
+            self._stop.set()
 
     def on_swarm_datagram(self, data: bytes, src: Address) -> None:
         copies = self.faults.incoming(data, src, self.now())
@@ -294,8 +317,11 @@ class AgentRuntime:
                 self._loop.call_later(copy.delay, self._deliver, copy.data, src)
 
     def _deliver(self, data: bytes, src: Address) -> None:
-        self.node.receive_datagram(data, src, self.now())
-        self._flush()
+        try:
+            self.node.receive_datagram(data, src, self.now())
+            self._flush()
+        except Exception as exc:  # the core refuses bad input itself: this is our own bug
+            self._fail("receiving a datagram", exc)
 
     def _log_faults(self) -> None:
         for record in self.faults.records():
@@ -381,11 +407,11 @@ class AgentRuntime:
             return {"faults": self.faults.status()}
         if cmd == "byzantine":
             byz = parse_byzantine(str(req.get("spec", "")))
-            self.node.set_byzantine(byz, self.options.epoch, now)
+            self.node.set_byzantine(byz, self.epoch, now)
             return {"byzantine": byz.to_mapping()}
         if cmd == "clear":
             self.faults.set(LinkFaults(), Direction.BOTH, now)
-            self.node.set_byzantine(None, self.options.epoch, now)
+            self.node.set_byzantine(None, self.epoch, now)
             self.log.log("faults_set", direction="both", spec={})
             return {"faults": self.faults.status()}
         raise ValueError(f"unknown command {cmd!r} (status, set, byzantine, clear)")
@@ -395,7 +421,7 @@ class AgentRuntime:
         car = self.car  # owned by the car thread: only what it publishes is read here
         return {
             "agent": core.config.name,
-            "epoch": self.options.epoch,
+            "epoch": self.epoch,
             "pose": core.localizer.pose,
             "track": None if not core.track.initialised else {
                 "x": core.track.state[:2].tolist(),
@@ -435,12 +461,18 @@ class AgentRuntime:
         period = 1.0 / self.options.config.rates.tick
         next_at = self.now()
         while not self._stop.is_set():
-            decision = self.node.tick(self.now())
-            if decision is not None and self.car is not None:
-                self.car.set_decision(decision.duty_left, decision.duty_right)
-                self.log.log("decision_sent", mode=decision.mode.value)
-            self._publish_pose()
-            self._flush()
+            try:
+                decision = self.node.tick(self.now())
+                if decision is not None and self.car is not None:
+                    self.car.set_decision(decision.duty_left, decision.duty_right)
+                    self.log.log("decision_sent", mode=decision.mode.value)
+                self._publish_pose()
+                self._flush()
+            except Exception as exc:
+                if self.car is not None:
+                    self.car.set_decision(0.0, 0.0)
+                self._fail("the decision loop", exc)
+                return
             next_at += period
             delay = next_at - self.now()
             if delay < 0:  # fell behind: keep the cadence from now, never burst
@@ -478,7 +510,7 @@ class AgentRuntime:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 self._loop.add_signal_handler(sig, self._stop.set)
         self.log.log(
-            "start", name=o.config.name, swarm=o.swarm, swarm_id=self.swarm_id, epoch=o.epoch,
+            "start", name=o.config.name, swarm=o.swarm, swarm_id=self.swarm_id, epoch=self.epoch,
             car=o.car, iface=o.iface.name, address=o.iface.address, broadcast=o.iface.broadcast,
             port=o.swarm_port, fusion=o.config.fusion, reputation=o.config.use_reputation,
             key_id=hashlib.sha256(o.key).hexdigest()[:12],
@@ -506,7 +538,7 @@ class AgentRuntime:
             ticker = asyncio.create_task(self._ticker())
             if o.mdns:
                 self.discovery = Discovery(
-                    o.iface, name=o.config.name, swarm=o.swarm, epoch=o.epoch, port=port,
+                    o.iface, name=o.config.name, swarm=o.swarm, epoch=self.epoch, port=port,
                     on_peer=self._on_peer,
                 )
                 try:
@@ -522,7 +554,7 @@ class AgentRuntime:
             finally:
                 self._stop.set()
                 await ticker
-            return EXIT_OK
+            return EXIT_OK if self.fatal is None else EXIT_FAILED
         finally:
             await self._shutdown()
 
@@ -545,5 +577,7 @@ class AgentRuntime:
             if transport is not None:
                 transport.close()
         self.lock.release()
-        self.log.log("stop", counters=self.node.receiver.counters.as_dict())
+        self.node.flush_rejections(self.now(), final=True)
+        self.log.log("stop", counters=self.node.receiver.counters.as_dict(),
+                     refused=self.core.counters.as_dict(), fatal=self.fatal)
         self.log.close()

@@ -20,6 +20,7 @@ from agents.runtime import (
     RuntimeOptions,
     StartupError,
 )
+from protocol.swarm.messages import check_name
 from tools.agent_config import agent_config
 from tools.swarmkey import KeyFileError, read_key
 from worlds.arena import ArenaError, load_arena
@@ -36,7 +37,8 @@ def _peer(text: str) -> tuple[str, tuple[str, int]]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--name", required=True, help="this agent's id (unique in the swarm)")
+    p.add_argument("--name", required=True, type=_agent_name,
+                   help="this agent's id, unique in the swarm (A-Z a-z 0-9 . _ -, 1..32)")
     p.add_argument("--car", required=True, help="the car's address (IPv4 or host name)")
     p.add_argument("--arena", type=Path, required=True, help="arena file: the map of tags/walls")
     p.add_argument("--iface", default="lo",
@@ -62,6 +64,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="camera: a tag map / camera mount TOML (default: from the arena)")
     p.add_argument("--intrinsics", type=Path, default=None,
                    help="camera: intrinsics from `stigmesh calibrate` (default: the map's)")
+
+
+def _agent_name(text: str) -> str:
+    try:
+        return check_name(text, "agent name")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
 
 
 def _error(message: str) -> None:
@@ -111,11 +120,15 @@ def main(args: argparse.Namespace) -> int:
         f"broadcast {iface.broadcast}:{args.port}), log {args.run_dir / (args.name + '.jsonl')}",
         flush=True,
     )
+    runtime = AgentRuntime(options)
     try:
-        return asyncio.run(AgentRuntime(options).run())
+        code = asyncio.run(runtime.run())
     except StartupError as exc:
         _error(str(exc))
         return exc.exit_code
     except OSError as exc:
         _error(str(exc))
         return EXIT_FAILED
+    if runtime.fatal is not None:
+        _error(f"{runtime.fatal}; the car was stopped (log: {runtime.log.path})")
+    return code

@@ -91,8 +91,9 @@ class LockstepAgent:
 
 
 def lockstep_epoch(seed: int, name: str, incarnation: int) -> int:
-    """The epoch of an agent's ``incarnation``-th start: random-looking, fixed by the seed."""
-    return random.Random(f"stigmesh-lockstep/{seed}/{name}/{incarnation}").randrange(1, 2**32)
+    """The epoch of an agent's ``incarnation``-th start: fixed by the seed, growing with each
+    start as SWARM.md requires (a random base below 2**31, plus the incarnation)."""
+    return random.Random(f"stigmesh-lockstep/{seed}/{name}").randrange(1, 2**31) + incarnation
 
 
 @dataclass

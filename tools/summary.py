@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.runlog import read_run_log
+from protocol.runlog import read_run_log, rejection
 
 
 @dataclass
@@ -107,8 +107,8 @@ def summarize(run_dir: Path, names: list[str], settle: float = 20.0) -> RunSumma
                 end = t
                 if event == "tx":
                     s.bytes_sent += (len(line.get("raw", "")) * 3) // 4
-                elif event == "rx" and not line.get("ok"):
-                    s.rejected[str(line.get("reason", "unknown"))] += 1
+                elif (refused := rejection(line)) is not None:
+                    s.rejected[refused[0]] += refused[1]
                 elif event == "detection" and s.first_detection is None:
                     s.first_detection = t - start
                 elif event == "belief" and isinstance(line.get("track"), dict):

@@ -20,8 +20,21 @@ from protocol.swarm.messages import (
 
 
 def random_epoch() -> int:
-    """A fresh sender epoch: a random u32, drawn once per process start."""
+    """A random u32 (tests and tools that need an arbitrary epoch)."""
     return secrets.randbits(32)
+
+
+def next_epoch(previous: int | None, wall_seconds: float) -> int:
+    """The epoch of a sender's new start: above every earlier one (SWARM.md §4).
+
+    The wall clock in whole seconds, or the previous epoch plus one when that is
+    larger (a restart within the same second, or a wall clock set back).
+    """
+    wall = min(max(int(wall_seconds), 1), U32_MAX)
+    nxt = wall if previous is None else max(wall, previous + 1)
+    if nxt > U32_MAX:
+        raise ValueError("no epoch is left above the previous one (u32 exhausted)")
+    return nxt
 
 
 class SwarmSender:

@@ -22,27 +22,48 @@ def heartbeat(epoch: int, seq: int, t: float) -> Message:
     return Message(SWARM, "hazel", epoch, seq, t, body)
 
 
-def test_new_peer_and_new_epoch_get_a_snapshot_lost_after_3s_returns_by_itself() -> None:
+def _confirm(core: AgentCore, epoch: int, seq: int, t: float) -> list[object]:
+    """Tick so the core PINGs the peer, answer as the peer would; the sends that follow."""
+    core.tick(t)
+    pings = [s for s in core.take_outputs().sends if isinstance(s.body, Ping)]
+    assert pings and pings[-1].to == PEER
+    ping_id = pings[-1].body.ping_id  # type: ignore[union-attr]
+    pong = Pong(ping_id, t, 100.0 + t, 100.0 + t)
+    core.on_message(Message(SWARM, "hazel", epoch, seq, 100.0 + t, pong), PEER, t + 0.002)
+    return list(core.take_outputs().sends)
+
+
+def test_a_new_peer_gets_a_snapshot_once_confirmed_lost_after_3s_returns_by_itself() -> None:
     core = AgentCore(config(), t0=0.0)
     core.on_message(heartbeat(7, 0, 0.1), PEER, 0.1)
     out = core.take_outputs()
-    snaps = [s for s in out.sends if isinstance(s.body, OutSnapshot)]
-    assert len(snaps) == 1 and snaps[0].to == PEER
+    assert not any(isinstance(s.body, OutSnapshot) for s in out.sends)  # not before a PONG
     assert [r.event for r in out.records] == ["peer_joined"]
-    t = 0.1
-    while t < 3.5:  # silence
+    snaps = [s for s in _confirm(core, 7, 1, 0.2) if isinstance(s.body, OutSnapshot)]
+    assert len(snaps) == 1 and snaps[0].to == PEER
+    t = 0.2
+    while t < 3.6:  # silence
         t = round(t + 0.1, 6)
         core.tick(t)
     records = [r for r in core.take_outputs().records if r.event == "peer_lost"]
     assert len(records) == 1 and records[0].fields["peer"] == "hazel"
     assert core.peers["hazel"].lost
-    core.on_message(heartbeat(7, 1, t), PEER, t)
+    core.on_message(heartbeat(7, 2, 100.0 + t), PEER, t)  # the peer clock reads 100 s more
     assert not core.peers["hazel"].lost
     assert [r.event for r in core.take_outputs().records] == ["peer_returned"]
-    core.on_message(heartbeat(8, 0, t), PEER, t)  # restarted: a new epoch
-    out = core.take_outputs()
-    assert any(isinstance(s.body, OutSnapshot) for s in out.sends)
-    assert out.records[0].fields["why"] == "new_epoch"
+
+
+def test_a_new_epoch_replaces_the_peer_only_once_it_answers_a_ping() -> None:
+    core = AgentCore(config(), t0=0.0)
+    core.on_message(heartbeat(7, 0, 0.1), PEER, 0.1)
+    _confirm(core, 7, 1, 0.2)
+    core.on_message(heartbeat(8, 0, 0.3), PEER, 0.3)  # restarted: a higher epoch
+    assert core.peers["hazel"].epoch == 7  # a candidate until it answers
+    sends = _confirm(core, 8, 1, 6.0)  # past the 5 s between two SNAPSHOTs to one peer
+    assert core.peers["hazel"].epoch == 8
+    assert any(isinstance(s.body, OutSnapshot) for s in sends)
+    core.on_message(heartbeat(7, 9, 106.1), PEER, 6.1)  # the old incarnation: refused
+    assert core.counters["stale_epoch"] == 1 and core.peers["hazel"].epoch == 8
 
 
 def test_ping_is_answered_and_pong_maps_the_peer_clock() -> None:

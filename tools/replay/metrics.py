@@ -34,6 +34,7 @@ from scipy.stats import chi2
 
 from agents.belief.params import GridParams, TrackParams
 from agents.belief.track import cv_predict
+from protocol.runlog import rejection
 from protocol.swarm.messages import Track, from_upper_triangle
 from tools.replay.load import (
     Line,
@@ -628,14 +629,12 @@ def wire_of(log: ProcessLog) -> Wire:
                 broadcast += 1
             else:
                 unicast += 1
-        elif event == "rx":
-            if line.get("ok"):
-                data = datagram_bytes(line)
-                rx_ok += 1
-                rx_ok_bytes += len(data) if data is not None else 0
-            else:
-                reason = str(line.get("reason", "unknown"))
-                rejected[reason] = rejected.get(reason, 0) + 1
+        elif event == "rx" and line.get("ok"):
+            data = datagram_bytes(line)
+            rx_ok += 1
+            rx_ok_bytes += len(data) if data is not None else 0
+        elif (refused := rejection(line)) is not None:
+            rejected[refused[0]] = rejected.get(refused[0], 0) + refused[1]
         elif event == "stop" and isinstance(line.get("counters"), dict):
             stop = {str(k): int(v) for k, v in line["counters"].items()}
         elif event == "belief" and isinstance(line.get("counters"), dict):

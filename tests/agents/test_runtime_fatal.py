@@ -1,0 +1,59 @@
+"""The agent's own loop must not die silently: it stops the car, says why, exits non-zero."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+from agents.net import resolve_interface
+from agents.runtime import EXIT_FAILED, AgentRuntime, RuntimeOptions, claim_epoch
+from protocol.runlog import read_run_log
+from tests.support.carserver import ModelCar, free_address
+from tools.agent_config import agent_config
+from worlds.arena import load_arena, shipped_arena
+
+
+def test_a_failing_tick_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None:
+    config = agent_config(load_arena(shipped_arena("two_cars")), "walnut")
+    with ModelCar(free_address()) as car:
+        options = RuntimeOptions(
+            config=config, car=car.address, iface=resolve_interface("127.0.0.1"),
+            key=bytes(range(32)), swarm="fatal-test", run_dir=tmp_path, swarm_port=0,
+            mdns=False, duration=60.0, lock_dir=tmp_path / "locks",
+        )
+        runtime = AgentRuntime(options)
+        armed = threading.Event()
+        real_tick = runtime.node.tick
+
+        def tick(now: float):  # type: ignore[no-untyped-def]
+            decision = real_tick(now)
+            if car.model.armed and any(car.model.wheels):
+                armed.set()
+            if armed.is_set():
+                raise FloatingPointError("a bug in the decision")
+            return decision
+
+        runtime.node.tick = tick  # type: ignore[method-assign]
+        started = time.monotonic()
+        code = asyncio.run(runtime.run())
+        elapsed = time.monotonic() - started
+        with car.lock:
+            state = (car.model.armed, car.model.wheels, car.model.reason)
+    assert armed.is_set(), "the car never drove: nothing was tested"
+    assert code == EXIT_FAILED and elapsed < 30.0
+    assert runtime.fatal is not None and "a bug in the decision" in runtime.fatal
+    assert state == (False, (0.0, 0.0), "stop")  # stopped by the agent, not by its watchdog
+    lines = list(read_run_log(tmp_path / "walnut.jsonl"))
+    assert [ln["where"] for ln in lines if ln["event"] == "fatal"] == ["the decision loop"]
+    assert lines[-1]["event"] == "stop" and "a bug" in lines[-1]["fatal"]
+
+
+def test_each_start_claims_a_higher_epoch(tmp_path: Path) -> None:
+    first = claim_epoch(tmp_path, "walnut", 1_800_000_000.0)
+    again = claim_epoch(tmp_path, "walnut", 1_800_000_000.0)  # within the same second
+    back = claim_epoch(tmp_path, "walnut", 1_700_000_000.0)  # the wall clock set back
+    assert first == 1_800_000_000 and again == first + 1 and back == first + 2
+    (tmp_path / "hazel.epoch").write_text("garbage\n")
+    assert claim_epoch(tmp_path, "hazel", 1_800_000_005.0) == 1_800_000_005
