@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,13 +59,7 @@ from protocol.swarm import (
     from_upper_triangle,
     upper_triangle,
 )
-from protocol.swarm.limits import (
-    ClaimLimits,
-    check_cells,
-    check_position,
-    check_time,
-    check_track,
-)
+from protocol.swarm.limits import ClaimLimits, check_time, judge
 
 Address = tuple[str, int]
 FUSION_NONE = "none"  # a fusion setting: share nothing received (the no-sharing baseline)
@@ -336,23 +330,13 @@ class AgentCore:
         if isinstance(body, Pong):
             self._on_pong(peer, body, src, now)
             return
-        if peer.clock.synchronized_at_time(now):
-            sent = self._peer_time(peer, msg.t_sent, now)
-            if sent is not None and check_time(sent[0], now, self.limits) is not None:
-                self._refuse("stale_datagram", now, peer=peer.name, kind=msg.kind.name)
-                return
+        reason = judge(msg, now, self.limits, self._to_local(peer, now))
+        if reason is not None:
+            self._refuse(reason, now, peer=peer.name, kind=msg.kind.name)
+            return
         if isinstance(body, Heartbeat):
-            if body.mode is not Mode.LOST_POSE and check_position(
-                body.x, body.y, self.limits
-            ) is not None:
-                self._refuse("implausible_position", now, peer=peer.name, kind="HEARTBEAT")
-                return
             peer.position, peer.position_at = (body.x, body.y), now
         elif isinstance(body, Patch | Snapshot):
-            reason = check_cells(body.cells.mu, body.cells.var, self.limits)
-            if reason is not None:
-                self._refuse(reason, now, peer=peer.name, kind=msg.kind.name)
-                return
             self._fuse_cells(peer, body, now)
         elif isinstance(body, Track):
             self._on_peer_track(peer, body, now)
@@ -475,6 +459,13 @@ class AgentCore:
         except NoClockSample:
             return None
 
+    def _to_local(self, peer: Peer, now: float) -> Callable[[float], float] | None:
+        """The peer's clock to ours, when mapped (SWARM.md's time rules need it)."""
+        if not peer.clock.synchronized_at_time(now):
+            return None
+        clock = peer.clock
+        return lambda t: clock.remote_to_local(t, now)
+
     def _fusion_weight(self, peer: Peer) -> float | None:
         """The covariance inflation for this peer, or None when it must not be fused."""
         if self.config.fusion == FUSION_NONE:
@@ -529,13 +520,9 @@ class AgentCore:
         if mapped is None:
             self.counters.count("track_peer_clock_unsynced")
             return
-        t_local, uncertainty = mapped
+        t_local, uncertainty = mapped  # plausible: judged on receipt, with this mapping
         x = np.array(body.mean, dtype=np.float64)
         P = from_upper_triangle(body.cov, 4)
-        reason = check_time(t_local, now, self.limits) or check_track(x, P, self.limits)
-        if reason is not None:
-            self._refuse(reason, now, peer=peer.name, kind="TRACK")
-            return
         # The clock's uncertainty becomes position uncertainty along the velocity.
         P = P + uncertainty**2 * np.diag([x[2] ** 2, x[3] ** 2, 0.0, 0.0])
         peer.track = (x, P, t_local)

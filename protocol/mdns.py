@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from protocol.errors import ProtocolError
-from protocol.swarm.messages import PROTOCOL_VERSION
+from protocol.swarm.messages import PROTOCOL_VERSION, check_name
 
 SERVICE_TYPE = "_stigmesh._udp.local."
-MAX_NAME_BYTES = 32
 
 
 class AdError(ProtocolError):
@@ -70,8 +69,10 @@ def parse_ad(instance: str, props: Mapping[bytes, bytes | None]) -> PeerAd:
     if not instance.endswith("." + SERVICE_TYPE):
         raise AdError("wrong_type", instance)
     name = _text(props, "id")
-    if not 1 <= len(name.encode()) <= MAX_NAME_BYTES:
-        raise AdError("bad_name", name[:40])
+    try:
+        check_name(name)
+    except ValueError:
+        raise AdError("bad_name", repr(name[:40])) from None
     version = _uint(props, "v", 255)
     if version != PROTOCOL_VERSION:
         raise AdError("bad_version", str(version))

@@ -10,17 +10,29 @@ They never raise on any value the decoder lets through.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
 
+from protocol.swarm.messages import (
+    Body,
+    Heartbeat,
+    Message,
+    Mode,
+    Patch,
+    Snapshot,
+    Track,
+    from_upper_triangle,
+)
+
 
 class Implausible(StrEnum):
     """Why a receiver refused a valid message's content (counted like decoder reasons)."""
 
-    TIME = "implausible_time"  # t_ref, on the receiver's clock, too old or in the future
+    TIME = "implausible_time"  # t_sent or t_ref, on our clock, too old or in the future
     POSITION = "implausible_position"  # a position outside the room plus the margin
     VELOCITY = "implausible_velocity"  # faster than any target may move
     COVARIANCE = "implausible_covariance"  # not positive definite, or outside floor/ceiling
@@ -121,4 +133,36 @@ def check_cells(
         return Implausible.CELLS
     if v.min() < limits.cell_var_min or v.max() > limits.cell_var_max:
         return Implausible.CELLS
+    return None
+
+
+def check_content(body: Body, limits: ClaimLimits) -> Implausible | None:
+    """The rules that need no clock: HEARTBEAT position (unless LOST_POSE), TRACK
+    position, speed and covariance, PATCH and SNAPSHOT cells."""
+    if isinstance(body, Heartbeat):
+        return None if body.mode is Mode.LOST_POSE else check_position(body.x, body.y, limits)
+    if isinstance(body, Track):
+        return check_track(body.mean, from_upper_triangle(body.cov, 4), limits)
+    if isinstance(body, Patch | Snapshot):
+        return check_cells(body.cells.mu, body.cells.var, limits)
+    return None
+
+
+def judge(
+    message: Message, now: float, limits: ClaimLimits,
+    to_local: Callable[[float], float] | None,
+) -> Implausible | None:
+    """Every rule for one message, in SWARM.md's order: its content, then ``t_sent``, then
+    ``t_ref``, both mapped to the receiver's clock by ``to_local`` (None: no mapping yet,
+    so no time rule can run; they run when the mapping exists)."""
+    reason = check_content(message.body, limits)
+    if reason is not None or to_local is None:
+        return reason
+    times = [message.t_sent]
+    if isinstance(message.body, Track | Patch | Snapshot):
+        times.append(message.body.t_ref)
+    for t in times:
+        reason = check_time(to_local(t), now, limits)
+        if reason is not None:
+            return reason
     return None

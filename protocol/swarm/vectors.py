@@ -24,6 +24,7 @@ from protocol.swarm.chunking import patch_messages, snapshot_messages
 from protocol.swarm.codec import encode, pack, seal, to_wire
 from protocol.swarm.errors import RejectReason
 from protocol.swarm.jsonform import message_to_json
+from protocol.swarm.limits import ClaimLimits
 from protocol.swarm.messages import (
     DEFAULT_DATAGRAM_LIMIT,
     MAC_LEN,
@@ -110,6 +111,10 @@ def valid_messages() -> list[tuple[str, str, Message]]:
         ("snapshot_chunk1", "a 12x12 window in two chunks: second", snap[1]),
         ("bye", "clean shutdown with a reason", _msg(6, Bye("shutdown"), T0 + 9.0)),
         ("bye_empty", "clean shutdown without a reason", _msg(7, Bye(), T0 + 9.5)),
+        ("track_negative_zero_variance",
+         "-0.0 on a covariance diagonal is 0: valid on the wire (a receiver's limits refuse it)",
+         _msg(8, Track((1.0, 1.0, 0.0, 0.0), (-0.0, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.1, 0.0,
+                                                0.1), T0, 3), T0 + 0.25)),
     ]
 
 
@@ -252,6 +257,30 @@ def invalid_datagrams() -> list[tuple[str, str, bytes, RejectReason, list[bytes]
         ("inconsistent_snapshot_cell", "a SNAPSHOT cell outside its 3x2 window",
          _mutated(snap, _set((7, 9), _cells_bin([3], [0], [0], [f16_one]))),
          RejectReason.INCONSISTENT, []),
+        ("malformed_too_deep", "a PING id nested in two more arrays (depth 4 > 3)",
+         _mutated(_msg(4, Ping(1)), _set((7, 0), [[1]])), RejectReason.MALFORMED, []),
+        ("malformed_very_deep", "1000 nested arrays (Python's recursion limit is near)",
+         seal(b"\x91" * 1000 + b"\x01", KEY), RejectReason.MALFORMED, []),
+        ("out_of_range_sender_bidi", "a sender holding U+202E (right-to-left override)",
+         _mutated(hb, _set((3,), "wal\u202enut")), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_sender_space", "a sender holding a space",
+         _mutated(hb, _set((3,), "wal nut")), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_counter_name", "a counter name holding a slash",
+         _mutated(hb, _set((7, 7), {"rx/bad": 1})), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_bye_reason", "a BYE reason holding a non-ASCII character",
+         _mutated(_msg(6, Bye()), _set((7, 0), "caf\u00e9")), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_t_sent_negative", "t_sent -1.0 (monotonic times are >= 0)",
+         _mutated(hb, _set((6,), -1.0)), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_t_sent_huge", "t_sent 2^32 s",
+         _mutated(hb, _set((6,), 2.0**32)), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_t_ref_far_past", "a TRACK t_ref of -1e300",
+         _mutated(track, _set((7, 2), -1e300)), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_pong_t2", "a PONG t2 of -5.0",
+         _mutated(pong, _set((7, 2), -5.0)), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_chunk_index_negative", "SNAPSHOT chunk index -1",
+         _mutated(snap, _set((7, 1), -1)), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_chunk_index_u16", "SNAPSHOT chunk index 65536",
+         _mutated(snap, _set((7, 1), 65536)), RejectReason.OUT_OF_RANGE, []),
         ("wrong_swarm", "a valid heartbeat of swarm id 1, signed with the same key",
          _mutated(hb, _set((2,), 1)), RejectReason.WRONG_SWARM, []),
         ("duplicate", "the same PING (seq 100) twice",
@@ -260,6 +289,71 @@ def invalid_datagrams() -> list[tuple[str, str, bytes, RejectReason, list[bytes]
          encode(_msg(36, Ping(1)), KEY), RejectReason.TOO_OLD, [replayed]),
         ("duplicate_in_window", "seq 37 twice after seq 100 (63 behind: inside the window)",
          in_window_old, RejectReason.DUPLICATE, [replayed, in_window_old]),
+    ]
+
+
+RECEIVER_NOW = 400.0  # the receiver's clock when it judges the datagrams below
+OFFSET = T0 - RECEIVER_NOW  # the sender's clock minus the receiver's
+ROOM = (5.0, 5.0)
+
+
+def claim_limits() -> ClaimLimits:
+    """The limits of the plausibility vectors: a 5 m x 5 m room, the defaults otherwise."""
+    return ClaimLimits.for_room(*ROOM, margin=1.0)
+
+
+def implausible_datagrams() -> list[tuple[str, str, bytes, float | None, str | None]]:
+    """(name, note, datagram, offset or None for an unmapped clock, reason or None)."""
+    cov = (0.01, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.1, 0.0, 0.1)
+
+    def track(mean: tuple[float, ...], c: tuple[float, ...] = cov, t_ref: float = T0,
+              t_sent: float = T0) -> bytes:
+        return encode(_msg(3, Track(mean, c, t_ref, 9), t_sent), KEY)
+
+    def cells(mu: float, var: float) -> bytes:
+        return encode(_msg(2, Patch(100, T0, Cells.from_arrays([3], [4], [mu], [var]))), KEY)
+
+    def heartbeat(x: float, mode: Mode = Mode.SEARCH, t_sent: float = T0) -> bytes:
+        body = Heartbeat(x, 2.0, 0.0, (0.01, 0.0, 0.0, 0.01, 0.0, 0.01), mode, 0, 0, ())
+        return encode(_msg(1, body, t_sent), KEY)
+
+    rank_one = (0.1,) * 10
+    return [
+        ("track_ok", "a track in the room, now", track((2.0, 2.0, 0.5, 0.0)), OFFSET, None),
+        ("track_margin", "at the room's corner minus the 1 m margin",
+         track((-1.0, 6.0, 0.0, 0.0)), OFFSET, None),
+        ("track_outside", "1.01 m beyond the east wall", track((6.01, 2.0, 0.0, 0.0)), OFFSET,
+         "implausible_position"),
+        ("track_huge", "a mean of 3e38 m", track((3e38, 3e38, 0.0, 0.0)), OFFSET,
+         "implausible_position"),
+        ("track_fast", "8 m/s along x and y: 11.3 m/s > 10", track((2.0, 2.0, 8.0, 8.0)), OFFSET,
+         "implausible_velocity"),
+        ("track_overconfident", "variances of 1e-30",
+         track((2.0, 2.0, 0.0, 0.0), (1e-30, 0.0, 0.0, 0.0, 1e-30, 0.0, 0.0, 1e-30, 0.0, 1e-30)),
+         OFFSET, "implausible_covariance"),
+        ("track_not_positive_definite", "every entry 0.1: rank one",
+         track((2.0, 2.0, 0.0, 0.0), rank_one), OFFSET, "implausible_covariance"),
+        ("track_zero_variance", "-0.0 on the diagonal: below the 1e-6 floor",
+         track((2.0, 2.0, 0.0, 0.0), (-0.0, *cov[1:])), OFFSET, "implausible_covariance"),
+        ("track_old", "t_ref 5.5 s before the receiver's now",
+         track((2.0, 2.0, 0.0, 0.0), t_ref=T0 - 5.5), OFFSET, "implausible_time"),
+        ("track_from_the_future", "sent 1.5 s ahead of the receiver's now",
+         track((2.0, 2.0, 0.0, 0.0), t_sent=T0 + 1.5), OFFSET, "implausible_time"),
+        ("track_old_unmapped", "5.5 s old, but the sender's clock is not mapped yet: no time "
+         "rule runs (the receiver holds or refuses it for that reason, not this one)",
+         track((2.0, 2.0, 0.0, 0.0), t_ref=T0 - 5.5), None, None),
+        ("patch_ok", "mu 1.0, var 1e-3", cells(1.0, 1e-3), OFFSET, None),
+        ("patch_mu_huge", "mu 65504 (float16's largest)", cells(65504.0, 0.5), OFFSET,
+         "implausible_cells"),
+        ("patch_var_tiny", "var 2^-24 (float16's smallest)", cells(0.5, 2.0**-24), OFFSET,
+         "implausible_cells"),
+        ("patch_mu_negative", "mu -0.5", cells(-0.5, 0.5), OFFSET, "implausible_cells"),
+        ("heartbeat_outside", "a pose at x = 7 m", heartbeat(7.0), OFFSET,
+         "implausible_position"),
+        ("heartbeat_lost_pose", "LOST_POSE: its position means nothing and is not judged",
+         heartbeat(70.0, Mode.LOST_POSE), OFFSET, None),
+        ("heartbeat_stale", "sent 6 s ago", heartbeat(2.0, t_sent=T0 - 6.0), OFFSET,
+         "implausible_time"),
     ]
 
 
@@ -285,6 +379,18 @@ def build_vectors() -> dict[str, Any]:
             "name": name, "note": note, **common, "preceded_by_hex": [b.hex() for b in before],
             "datagram_hex": data.hex(), "reason": str(reason),
         })
+    lim = claim_limits()
+    implausible = {
+        "note": "valid datagrams a receiver refuses by its limits (SWARM.md §10.5); judge each "
+                "at receiver time `now` with t_local = t_remote - offset",
+        "now": RECEIVER_NOW,
+        "limits": {f: getattr(lim, f) for f in lim.__dataclass_fields__},
+        "cases": [
+            {"name": name, "note": note, "datagram_hex": data.hex(), "offset": offset,
+             "reason": reason}
+            for name, note, data, offset, reason in implausible_datagrams()
+        ],
+    }
     return {
         "format": "stigmesh swarm golden vectors; see protocol/SWARM.md",
         "protocol_version": PROTOCOL_VERSION,
@@ -292,6 +398,7 @@ def build_vectors() -> dict[str, Any]:
         **common,
         "valid": valid,
         "invalid": invalid,
+        "implausible": implausible,
     }
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from protocol.swarm import Kind, RejectReason, SwarmDecodeError, SwarmReceiver, encode
 from protocol.swarm.jsonform import message_from_json, message_to_json
+from protocol.swarm.limits import ClaimLimits, Implausible, judge
 from protocol.swarm.vectors import VECTORS_PATH, build_vectors, main, render
 
 VECTORS = json.loads(VECTORS_PATH.read_text(encoding="utf-8"))
@@ -57,3 +58,20 @@ def test_bit_flips_of_every_valid_vector_are_rejected():
                 r.decode(bytes(data))
             data[i // 8] ^= 1 << (i % 8)
         assert r.counters.total == 0 and len(r.replay) == 0
+
+
+IMPLAUSIBLE = VECTORS["implausible"]
+
+
+@pytest.mark.parametrize("v", IMPLAUSIBLE["cases"], ids=lambda v: v["name"])
+def test_implausible_vector_is_judged_with_its_reason(v):
+    message = receiver(VECTORS).decode(bytes.fromhex(v["datagram_hex"]))  # valid on the wire
+    limits = ClaimLimits(**IMPLAUSIBLE["limits"])
+    offset = v["offset"]
+    to_local = None if offset is None else (lambda t: t - offset)
+    reason = judge(message, IMPLAUSIBLE["now"], limits, to_local)
+    assert (None if reason is None else str(reason)) == v["reason"]
+
+
+def test_implausible_vectors_cover_every_rule():
+    assert {v["reason"] for v in IMPLAUSIBLE["cases"]} == {None, *(str(r) for r in Implausible)}
