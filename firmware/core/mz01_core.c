@@ -3,10 +3,21 @@
  */
 #include "mz01_core.h"
 
-#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+
+/* Every decision on a float (finite? within [-1, 1]? zero?) is taken on its
+ * IEEE-754 bit pattern with integer compares, so no optimisation flag can
+ * change it. Flags that let the compiler assume there are no NaN, Inf or
+ * subnormals are refused outright all the same: under them the rest of the
+ * program cannot be trusted to keep those values apart either. */
+#if defined(__FAST_MATH__)
+#error "mz01_core.c refuses -ffast-math (and -Ofast): the safety checks need IEEE-754 semantics"
+#endif
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
+#error "mz01_core.c refuses -ffinite-math-only: the safety checks need IEEE-754 semantics"
+#endif
 
 _Static_assert(sizeof(float) == 4, "MZ01 wheels are IEEE-754 binary32");
 _Static_assert(sizeof(uint32_t) == sizeof(float), "float/u32 punning");
@@ -74,12 +85,18 @@ static uint32_t get_u32(const uint8_t *p)
            ((uint32_t)p[2] << 8) | (uint32_t)p[3];
 }
 
-static float get_f32(const uint8_t *p)
+static float bits_to_f32(uint32_t bits)
 {
-    uint32_t bits = get_u32(p);
     float f;
     memcpy(&f, &bits, sizeof f);
     return f;
+}
+
+static uint32_t f32_to_bits(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return bits;
 }
 
 static void put_u16(uint8_t *p, uint16_t v)
@@ -104,9 +121,7 @@ static void put_u64(uint8_t *p, uint64_t v)
 
 static void put_f32(uint8_t *p, float f)
 {
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    put_u32(p, bits);
+    put_u32(p, f32_to_bits(f));
 }
 
 /* ------------------------------------------------------------------ */
@@ -116,9 +131,32 @@ static void put_f32(uint8_t *p, float f)
 static const uint8_t command_magic[4] = {'M', 'Z', '0', '1'};
 static const uint8_t probe_magic[4] = {'M', 'Z', 'C', '1'};
 
-static bool wheel_ok(float w)
+#define F32_MAGNITUDE 0x7FFFFFFFu /* every bit but the sign */
+#define F32_ONE 0x3F800000u       /* 1.0f */
+#define F32_EXPONENT 0x7F800000u  /* all ones: Inf or NaN */
+
+/* Finite and within [-1, 1]: |w| <= 1.0 compares as integers because
+ * binary32 magnitudes order like their bit patterns; Inf and NaN have
+ * magnitude bits >= 0x7F800000 > 0x3F800000. */
+static bool wheel_ok(uint32_t bits)
 {
-    return isfinite(w) && w >= -1.0f && w <= 1.0f;
+    return (bits & F32_MAGNITUDE) <= F32_ONE;
+}
+
+/* +0.0 or -0.0 (a subnormal is not zero). */
+static bool f32_is_zero(float w)
+{
+    return (f32_to_bits(w) & F32_MAGNITUDE) == 0u;
+}
+
+static bool f32_is_finite(float w)
+{
+    return (f32_to_bits(w) & F32_EXPONENT) != F32_EXPONENT;
+}
+
+static bool kind_stops(uint8_t kind)
+{
+    return kind == MZ01_KIND_STOP || kind == MZ01_KIND_ESTOP;
 }
 
 mz01_reason mz01_decode(const uint8_t *buf, size_t len, mz01_packet *out)
@@ -134,14 +172,16 @@ mz01_reason mz01_decode(const uint8_t *buf, size_t len, mz01_packet *out)
         return MZ01_REASON_BAD_KIND;
     }
     const uint16_t flags = get_u16(buf + 6);
-    if ((flags & (uint16_t)~MZ01_FLAG_RESET_ESTOP) != 0u ||
-        ((flags & MZ01_FLAG_RESET_ESTOP) != 0u && kind != MZ01_KIND_HELLO)) {
-        return MZ01_REASON_BAD_FLAGS;
-    }
-    const float left = get_f32(buf + 24);
-    const float right = get_f32(buf + 28);
-    if (!wheel_ok(left) || !wheel_ok(right)) {
-        return MZ01_REASON_BAD_WHEELS;
+    const uint32_t left = get_u32(buf + 24);
+    const uint32_t right = get_u32(buf + 28);
+    if (!kind_stops(kind)) { /* a STOP or ESTOP stops whatever these hold */
+        if ((flags & (uint16_t)~MZ01_FLAG_RESET_ESTOP) != 0u ||
+            ((flags & MZ01_FLAG_RESET_ESTOP) != 0u && kind != MZ01_KIND_HELLO)) {
+            return MZ01_REASON_BAD_FLAGS;
+        }
+        if (!wheel_ok(left) || !wheel_ok(right)) {
+            return MZ01_REASON_BAD_WHEELS;
+        }
     }
     if (out != NULL) {
         out->robot_id = buf[4];
@@ -151,8 +191,8 @@ mz01_reason mz01_decode(const uint8_t *buf, size_t len, mz01_packet *out)
         out->session_token = get_u32(buf + 12);
         out->seq = get_u32(buf + 16);
         out->stamp_ms = get_u32(buf + 20);
-        out->left = left;
-        out->right = right;
+        out->left = bits_to_f32(left);
+        out->right = bits_to_f32(right);
     }
     return MZ01_REASON_NONE;
 }
@@ -219,9 +259,30 @@ static bool is_bound_to(const mz01_car *car, mz01_endpoint src)
     return car->has_bound && endpoint_eq(car->bound, src);
 }
 
-/* The one place that disarms (STOP, ESTOP, watchdog). */
-static void disarm(mz01_car *car, mz01_reason why)
+static void add_destination(mz01_destinations *d, mz01_endpoint to)
 {
+    for (uint8_t i = 0; i < d->count; i++) {
+        if (endpoint_eq(d->to[i], to)) {
+            return;
+        }
+    }
+    if (d->count < MZ01_MAX_DESTINATIONS) {
+        d->to[d->count] = to;
+        d->count++;
+    }
+}
+
+/* The one place that disarms (STOP, ESTOP, watchdog, health). Adds the
+ * telemetry it owes at once: `telemetry_to`, then the sender the car was
+ * bound to. */
+static void disarm(mz01_car *car, mz01_reason why, mz01_destinations *notify)
+{
+    if (car->has_telemetry_to) {
+        add_destination(notify, car->telemetry_to);
+    }
+    if (car->has_bound) {
+        add_destination(notify, car->bound);
+    }
     car->left = 0.0f;
     car->right = 0.0f;
     car->armed = false;
@@ -241,6 +302,19 @@ static int32_t stamp_offset_ms(uint32_t stamp_ms, uint64_t now_us)
         return (int32_t)diff;
     }
     return (int32_t)(diff - (uint32_t)INT32_MAX - 1u) + INT32_MIN;
+}
+
+static bool stamp_fresh(int32_t d)
+{
+    return d >= MZ01_STAMP_MIN_MS && d <= MZ01_STAMP_MAX_MS;
+}
+
+/* Where the watchdog lease of an accepted ARM or DRIVE starts: at its stamp
+ * when the stamp is in the past (d < 0), else now; never before boot. */
+static uint64_t lease_start_us(uint64_t now_us, int32_t d)
+{
+    const uint64_t lag_us = d < 0 ? (uint64_t)(-(int64_t)d) * 1000u : 0u;
+    return now_us >= lag_us ? now_us - lag_us : 0u;
 }
 
 static mz01_reason check_session(const mz01_car *car, const mz01_packet *p)
@@ -279,11 +353,11 @@ static mz01_reason on_arm(mz01_car *car, const mz01_packet *p,
     if (!car->motor_ok || !car->camera_ok) {
         return MZ01_REASON_UNHEALTHY;
     }
-    if (p->left != 0.0f || p->right != 0.0f) { /* -0.0f == 0.0f */
+    if (!f32_is_zero(p->left) || !f32_is_zero(p->right)) {
         return MZ01_REASON_NONZERO_WHEELS;
     }
     const int32_t d = stamp_offset_ms(p->stamp_ms, now_us);
-    if (d < MZ01_STAMP_MIN_MS || d > MZ01_STAMP_MAX_MS) {
+    if (!stamp_fresh(d)) {
         return MZ01_REASON_STALE_STAMP;
     }
     if (car->armed && !is_bound_to(car, src)) {
@@ -298,7 +372,7 @@ static mz01_reason on_arm(mz01_car *car, const mz01_packet *p,
     car->last_seq = p->seq;
     car->left = 0.0f;
     car->right = 0.0f;
-    car->last_feed_us = now_us;
+    car->last_feed_us = lease_start_us(now_us, d);
     car->reason = MZ01_REASON_NONE;
     return MZ01_REASON_NONE;
 }
@@ -313,6 +387,10 @@ static mz01_reason on_drive(mz01_car *car, const mz01_packet *p,
     if (!car->armed) {
         return MZ01_REASON_NOT_ARMED;
     }
+    const int32_t d = stamp_offset_ms(p->stamp_ms, now_us);
+    if (!stamp_fresh(d)) {
+        return MZ01_REASON_STALE_STAMP;
+    }
     if (!is_bound_to(car, src)) {
         return MZ01_REASON_NOT_BOUND;
     }
@@ -322,34 +400,8 @@ static mz01_reason on_drive(mz01_car *car, const mz01_packet *p,
     car->left = p->left;
     car->right = p->right;
     car->last_seq = p->seq;
-    car->last_feed_us = now_us;
+    car->last_feed_us = lease_start_us(now_us, d);
     return MZ01_REASON_NONE;
-}
-
-static mz01_reason on_stop(mz01_car *car)
-{
-    disarm(car, MZ01_REASON_STOP);
-    return MZ01_REASON_NONE;
-}
-
-static mz01_reason on_estop(mz01_car *car)
-{
-    car->estop = true;
-    disarm(car, MZ01_REASON_ESTOP);
-    return MZ01_REASON_NONE;
-}
-
-static void add_destination(mz01_destinations *d, mz01_endpoint to)
-{
-    for (uint8_t i = 0; i < d->count; i++) {
-        if (endpoint_eq(d->to[i], to)) {
-            return;
-        }
-    }
-    if (d->count < MZ01_MAX_DESTINATIONS) {
-        d->to[d->count] = to;
-        d->count++;
-    }
 }
 
 mz01_rx_result mz01_car_receive(mz01_car *car, const uint8_t *buf, size_t len,
@@ -363,8 +415,10 @@ mz01_rx_result mz01_car_receive(mz01_car *car, const uint8_t *buf, size_t len,
     mz01_packet p;
     memset(&p, 0, sizeof p);
     mz01_reason r = mz01_decode(buf, len, &p);
-    if (r == MZ01_REASON_NONE && p.robot_id != car->robot_id &&
-        !(p.kind == MZ01_KIND_HELLO && p.robot_id == 0u)) {
+    /* id 0 means "any car" for HELLO, STOP and ESTOP */
+    const bool any_car = p.robot_id == 0u && p.kind != MZ01_KIND_ARM &&
+                         p.kind != MZ01_KIND_DRIVE;
+    if (r == MZ01_REASON_NONE && p.robot_id != car->robot_id && !any_car) {
         r = MZ01_REASON_WRONG_ROBOT;
     }
     if (r == MZ01_REASON_NONE) {
@@ -379,10 +433,11 @@ mz01_rx_result mz01_car_receive(mz01_car *car, const uint8_t *buf, size_t len,
             r = on_drive(car, &p, src, now_us);
             break;
         case MZ01_KIND_STOP:
-            r = on_stop(car);
+            disarm(car, MZ01_REASON_STOP, &res.telemetry);
             break;
         case MZ01_KIND_ESTOP:
-            r = on_estop(car);
+            car->estop = true;
+            disarm(car, MZ01_REASON_ESTOP, &res.telemetry);
             break;
         default: /* unreachable: mz01_decode checked the kind */
             r = MZ01_REASON_BAD_KIND;
@@ -414,7 +469,10 @@ mz01_destinations mz01_car_tick(mz01_car *car, uint64_t now_us)
     /* Unsigned differences: a clock that ran backwards reads as a huge
      * elapsed time, so it disarms (fails safe) instead of freezing. */
     if (car->armed && now_us - car->last_feed_us >= MZ01_WATCHDOG_US) {
-        disarm(car, MZ01_REASON_WATCHDOG);
+        disarm(car, MZ01_REASON_WATCHDOG, &due);
+    }
+    if (car->armed && (!car->motor_ok || !car->camera_ok)) {
+        disarm(car, MZ01_REASON_UNHEALTHY, &due);
     }
 
     if (now_us - car->last_telemetry_us >= MZ01_TELEMETRY_PERIOD_US) {
@@ -585,12 +643,11 @@ static int big_digits(const bigdec *b, char *digits)
 
 int mz01_format_f32(float value, char *buf, size_t cap)
 {
-    if (buf == NULL || !isfinite(value)) {
+    if (buf == NULL || !f32_is_finite(value)) {
         return MZ01_ERR_ARG;
     }
     writer w = {buf, cap, 0u, false};
-    uint32_t bits;
-    memcpy(&bits, &value, sizeof bits);
+    const uint32_t bits = f32_to_bits(value);
     const bool negative = (bits >> 31) != 0u;
     const uint32_t exp_field = (bits >> 23) & 0xFFu;
     uint32_t mant = bits & 0x7FFFFFu;

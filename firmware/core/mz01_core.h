@@ -33,8 +33,10 @@ extern "C" {
 #define MZ01_TICK_US 5000u
 #define MZ01_WATCHDOG_US 300000u
 #define MZ01_TELEMETRY_PERIOD_US 100000u
-#define MZ01_STAMP_MIN_MS (-30)
-#define MZ01_STAMP_MAX_MS 150
+/* d = int32(stamp_ms - uptime_ms) must lie in MZ01_STAMP_MIN_MS ..
+ * MZ01_STAMP_MAX_MS (ARM and DRIVE; derivation in MZ01.md "Stamp window"). */
+#define MZ01_STAMP_MIN_MS (-100)
+#define MZ01_STAMP_MAX_MS 30
 
 /* Telemetry: a datagram is at most 8192 bytes; the object this core writes
  * never exceeds MZ01_TELEMETRY_MAX_LEN characters (+1 for the NUL), so a
@@ -107,10 +109,14 @@ typedef struct {
     float right;
 } mz01_packet;
 
-/* Codec checks 1-5 of MZ01.md in order. Returns MZ01_REASON_NONE and fills
- * *out when the datagram passes them (the robot id and the state checks are
- * the state machine's business); otherwise the first failing reason, and
- * *out is left untouched. `buf` may be NULL only when `len` is 0. */
+/* The codec checks of MZ01.md in order: length, magic, kind; then, for
+ * HELLO, ARM and DRIVE only, flags and wheels (a STOP or ESTOP is decoded
+ * whatever its flags and wheels hold, so *out may carry NaN wheels). Returns
+ * MZ01_REASON_NONE and fills *out when the datagram passes; otherwise the
+ * first failing reason, and *out is left untouched. The robot id and the
+ * state checks are the state machine's business. `buf` may be NULL only when
+ * `len` is 0. Wheels are checked on their bit pattern, never with float
+ * arithmetic. */
 mz01_reason mz01_decode(const uint8_t *buf, size_t len, mz01_packet *out);
 
 /* Writes the 32 wire bytes of `p` without validating it (tests build bad
@@ -150,10 +156,12 @@ typedef struct {
 bool mz01_car_init(mz01_car *car, uint8_t robot_id, uint32_t boot_nonce,
                    uint32_t token, bool motor_ok, bool camera_ok);
 
-/* Health from the hardware. Only gates ARM; never disarms by itself. */
+/* Health from the hardware. It gates ARM; an armed car that is unhealthy at
+ * its next tick is disarmed there with reason `unhealthy`. */
 void mz01_car_set_health(mz01_car *car, bool motor_ok, bool camera_ok);
 
-/* Where telemetry must be sent now: 0, 1 or 2 distinct destinations. */
+/* Where telemetry must be sent now: 0, 1 or 2 distinct destinations,
+ * `telemetry_to` first. */
 #define MZ01_MAX_DESTINATIONS 2u
 typedef struct {
     uint8_t count;
@@ -163,7 +171,10 @@ typedef struct {
 typedef struct {
     bool accepted;
     mz01_reason reason;          /* MZ01_REASON_NONE when accepted */
-    mz01_destinations telemetry; /* the answer to an accepted HELLO */
+    /* Telemetry to send at once: to the sender of an accepted HELLO; after an
+     * accepted STOP or ESTOP (a disarm) to `telemetry_to` and the sender
+     * the car was bound to before it. Empty otherwise. */
+    mz01_destinations telemetry;
 } mz01_rx_result;
 
 /* One datagram on UDP 4210 from src_ip:src_port at uptime now_us. */
@@ -171,8 +182,10 @@ mz01_rx_result mz01_car_receive(mz01_car *car, const uint8_t *buf, size_t len,
                                 uint32_t src_ip, uint16_t src_port,
                                 uint64_t now_us);
 
-/* One tick at uptime now_us: the watchdog, then the periodic telemetry
- * schedule. Returns the destinations due for telemetry now. */
+/* One tick at uptime now_us: the watchdog, then health, then the periodic
+ * telemetry schedule. Returns the destinations due for telemetry now: after a
+ * disarm `telemetry_to` and the sender the car was bound to; when the period
+ * is due `telemetry_to` and the bound sender. */
 mz01_destinations mz01_car_tick(mz01_car *car, uint64_t now_us);
 
 /* The MZC1 clock probe. Returns MZ01_PROBE_REPLY_LEN and fills reply when

@@ -4,8 +4,9 @@
  *
  * Exit 0 when every step matches; 1 on the first mismatch (scenario, line,
  * expected and got are printed); 2 on a malformed file or usage error.
- * Besides the fields the format checks, every rejected datagram is checked
- * to have changed nothing but `reason`, which must equal the rejection.
+ * Each rx and tick checks the whole car state (wheels bit for bit) and the
+ * telemetry destinations of the step, in order. Besides, every rejected
+ * datagram is checked to have changed nothing but `reason`.
  */
 #include "mz01_core.h"
 
@@ -18,7 +19,8 @@
 #include <string.h>
 
 #define MAX_LINE 20000
-#define MAX_FIELDS 16
+#define MAX_FIELDS 32
+#define STATE_FIELDS 13
 #define MAX_DATAGRAM 8192
 
 typedef struct {
@@ -88,7 +90,14 @@ static float parse_f32(const runner *r, const char *s, const char *what)
     errno = 0;
     char *end = NULL;
     float v = strtof(s, &end);
-    if (*s == '\0' || *end != '\0' || errno == ERANGE) {
+    /* ERANGE with a nonzero finite result is a subnormal: a valid binary32.
+     * Decided on the bits, so that a fast-math build of this runner (which
+     * flushes subnormals to zero in compares) reads the file the same way. */
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    const uint32_t mag = b & 0x7FFFFFFFu;
+    const bool out_of_range = errno == ERANGE && (mag == 0u || mag >= 0x7F800000u);
+    if (*s == '\0' || *end != '\0' || out_of_range) {
         die_malformed(r, "%s '%s' is not a binary32 number", what, s);
     }
     return v;
@@ -123,6 +132,26 @@ static uint32_t parse_ipv4(const runner *r, const char *s)
         die_malformed(r, "address '%s' is not a dotted IPv4 quad", s);
     }
     return ip;
+}
+
+/* "IP:PORT" or "-" (none). */
+static bool parse_endpoint(const runner *r, char *s, mz01_endpoint *out)
+{
+    if (strcmp(s, "-") == 0) {
+        out->ip = 0;
+        out->port = 0;
+        return false;
+    }
+    char *colon = strrchr(s, ':');
+    if (colon == NULL) {
+        die_malformed(r, "endpoint '%s' is not IP:PORT or -", s);
+        return false;
+    }
+    *colon = '\0';
+    out->ip = parse_ipv4(r, s);
+    out->port = (uint16_t)parse_u64(r, colon + 1, 65535, "PORT");
+    *colon = ':';
+    return true;
 }
 
 static int hex_nibble(char c)
@@ -181,32 +210,90 @@ static const char *reason_text(mz01_reason reason)
 
 /* ---- state comparison ---- */
 
+/* The whole car state of a vector line, and a step's telemetry destinations. */
 typedef struct {
     bool armed;
     bool estop;
     uint32_t token;
-    float left;
-    float right;
+    uint32_t left_bits;
+    uint32_t right_bits;
+    bool has_bound;
+    mz01_endpoint bound;
+    bool has_telemetry_to;
+    mz01_endpoint telemetry_to;
+    uint32_t last_seq;
+    uint64_t last_feed_us;
+    uint64_t last_telemetry_us;
+    bool motor_ok;
+    bool camera_ok;
+    mz01_reason reason;
 } observed;
+
+static uint32_t bits_of(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+static float f32_of(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static void endpoint_text(char *out, size_t cap, bool has, mz01_endpoint e)
+{
+    if (!has) {
+        snprintf(out, cap, "-");
+        return;
+    }
+    snprintf(out, cap, "%u.%u.%u.%u:%u", (unsigned)(e.ip >> 24),
+             (unsigned)((e.ip >> 16) & 0xFFu), (unsigned)((e.ip >> 8) & 0xFFu),
+             (unsigned)(e.ip & 0xFFu), (unsigned)e.port);
+}
+
 
 static void describe(char *out, size_t cap, const observed *o)
 {
-    snprintf(out, cap, "armed=%d estop=%d token=%lu left=%.9g right=%.9g",
+    char bound[32], tel[32];
+    endpoint_text(bound, sizeof bound, o->has_bound, o->bound);
+    endpoint_text(tel, sizeof tel, o->has_telemetry_to, o->telemetry_to);
+    snprintf(out, cap,
+             "armed=%d estop=%d token=%lu left=%.9g right=%.9g bound=%s "
+             "telemetry_to=%s seq=%lu feed=%llu tel=%llu motor=%d camera=%d reason=%s",
              o->armed ? 1 : 0, o->estop ? 1 : 0, (unsigned long)o->token,
-             (double)o->left, (double)o->right);
+             (double)f32_of(o->left_bits), (double)f32_of(o->right_bits), bound, tel,
+             (unsigned long)o->last_seq, (unsigned long long)o->last_feed_us,
+             (unsigned long long)o->last_telemetry_us, o->motor_ok ? 1 : 0,
+             o->camera_ok ? 1 : 0, reason_text(o->reason));
 }
 
 static observed observe(const mz01_car *car)
 {
-    observed o = {car->armed, car->estop, car->token, car->left, car->right};
+    observed o;
+    memset(&o, 0, sizeof o);
+    o.armed = car->armed;
+    o.estop = car->estop;
+    o.token = car->token;
+    o.left_bits = bits_of(car->left);
+    o.right_bits = bits_of(car->right);
+    o.has_bound = car->has_bound;
+    if (car->has_bound) {
+        o.bound = car->bound;
+    }
+    o.has_telemetry_to = car->has_telemetry_to;
+    if (car->has_telemetry_to) {
+        o.telemetry_to = car->telemetry_to;
+    }
+    o.last_seq = car->last_seq;
+    o.last_feed_us = car->last_feed_us;
+    o.last_telemetry_us = car->last_telemetry_us;
+    o.motor_ok = car->motor_ok;
+    o.camera_ok = car->camera_ok;
+    o.reason = car->reason;
     return o;
-}
-
-/* Exact comparison after strtof; -0.0 and 0.0 compare equal. */
-static bool same(const observed *a, const observed *b)
-{
-    return a->armed == b->armed && a->estop == b->estop &&
-           a->token == b->token && a->left == b->left && a->right == b->right;
 }
 
 static bool endpoint_same(bool ha, mz01_endpoint a, bool hb, mz01_endpoint b)
@@ -214,24 +301,53 @@ static bool endpoint_same(bool ha, mz01_endpoint a, bool hb, mz01_endpoint b)
     return ha == hb && (!ha || (a.ip == b.ip && a.port == b.port));
 }
 
+/* Exact: wheels bit for bit (the sign of a zero counts). */
+static bool same(const observed *a, const observed *b)
+{
+    return a->armed == b->armed && a->estop == b->estop && a->token == b->token &&
+           a->left_bits == b->left_bits && a->right_bits == b->right_bits &&
+           endpoint_same(a->has_bound, a->bound, b->has_bound, b->bound) &&
+           endpoint_same(a->has_telemetry_to, a->telemetry_to, b->has_telemetry_to,
+                         b->telemetry_to) &&
+           a->last_seq == b->last_seq && a->last_feed_us == b->last_feed_us &&
+           a->last_telemetry_us == b->last_telemetry_us && a->motor_ok == b->motor_ok &&
+           a->camera_ok == b->camera_ok && a->reason == b->reason;
+}
+
 /* Everything of the car but `reason`. */
 static bool car_same_but_reason(const mz01_car *a, const mz01_car *b)
 {
-    uint32_t al, ar, bl, br;
-    memcpy(&al, &a->left, 4);
-    memcpy(&ar, &a->right, 4);
-    memcpy(&bl, &b->left, 4);
-    memcpy(&br, &b->right, 4);
-    return a->robot_id == b->robot_id && a->boot_nonce == b->boot_nonce &&
-           a->token == b->token && a->armed == b->armed &&
-           a->estop == b->estop &&
-           endpoint_same(a->has_bound, a->bound, b->has_bound, b->bound) &&
-           endpoint_same(a->has_telemetry_to, a->telemetry_to,
-                         b->has_telemetry_to, b->telemetry_to) &&
-           a->last_seq == b->last_seq && al == bl && ar == br &&
-           a->last_feed_us == b->last_feed_us && a->motor_ok == b->motor_ok &&
-           a->camera_ok == b->camera_ok &&
-           a->last_telemetry_us == b->last_telemetry_us;
+    observed oa = observe(a);
+    observed ob = observe(b);
+    oa.reason = ob.reason;
+    return a->robot_id == b->robot_id && a->boot_nonce == b->boot_nonce && same(&oa, &ob);
+}
+
+static bool same_destinations(const mz01_destinations *a, const mz01_destinations *b)
+{
+    if (a->count != b->count) {
+        return false;
+    }
+    for (uint8_t i = 0; i < a->count; i++) {
+        if (!endpoint_same(true, a->to[i], true, b->to[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void destinations_text(char *out, size_t cap, const mz01_destinations *d)
+{
+    if (d->count == 0) {
+        snprintf(out, cap, "-");
+        return;
+    }
+    size_t k = 0;
+    for (uint8_t i = 0; i < d->count && k < cap; i++) {
+        char one[32];
+        endpoint_text(one, sizeof one, true, d->to[i]);
+        k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? "," : "", one);
+    }
 }
 
 /* ---- records ---- */
@@ -286,20 +402,76 @@ static void do_health(runner *r, char **f, int nf)
 static observed parse_observed(const runner *r, char **f)
 {
     observed o;
+    memset(&o, 0, sizeof o);
     o.armed = parse_bit(r, f[0], "ARMED");
     o.estop = parse_bit(r, f[1], "ESTOP");
     o.token = (uint32_t)parse_u64(r, f[2], UINT32_MAX, "TOKEN");
-    o.left = parse_f32(r, f[3], "LEFT");
-    o.right = parse_f32(r, f[4], "RIGHT");
+    o.left_bits = bits_of(parse_f32(r, f[3], "LEFT"));
+    o.right_bits = bits_of(parse_f32(r, f[4], "RIGHT"));
+    o.has_bound = parse_endpoint(r, f[5], &o.bound);
+    o.has_telemetry_to = parse_endpoint(r, f[6], &o.telemetry_to);
+    o.last_seq = (uint32_t)parse_u64(r, f[7], UINT32_MAX, "LAST_SEQ");
+    o.last_feed_us = parse_u64(r, f[8], UINT64_MAX, "LAST_FEED_US");
+    o.last_telemetry_us = parse_u64(r, f[9], UINT64_MAX, "LAST_TELEMETRY_US");
+    o.motor_ok = parse_bit(r, f[10], "MOTOR_OK");
+    o.camera_ok = parse_bit(r, f[11], "CAMERA_OK");
+    o.reason = parse_reason(r, f[12]);
     return o;
+}
+
+/* SENT: "-" or IP:PORT joined by ',' (at most MZ01_MAX_DESTINATIONS). */
+static mz01_destinations parse_sent(const runner *r, char *s)
+{
+    mz01_destinations d;
+    memset(&d, 0, sizeof d);
+    if (strcmp(s, "-") == 0) {
+        return d;
+    }
+    char *p = s;
+    for (;;) {
+        char *comma = strchr(p, ',');
+        if (comma != NULL) {
+            *comma = '\0';
+        }
+        if (d.count == MZ01_MAX_DESTINATIONS) {
+            die_malformed(r, "SENT lists more than %u destinations", MZ01_MAX_DESTINATIONS);
+        }
+        if (!parse_endpoint(r, p, &d.to[d.count])) {
+            die_malformed(r, "SENT holds '-' inside a list");
+        }
+        d.count++;
+        if (comma == NULL) {
+            return d;
+        }
+        p = comma + 1;
+    }
+}
+
+/* Compares state and destinations after a step; fails with both spelled out. */
+static void check_step(const runner *r, const char *step, const char *verdict_want,
+                       const char *verdict_got, const observed *want, const observed *got,
+                       const mz01_destinations *sent_want, const mz01_destinations *sent_got)
+{
+    if (strcmp(verdict_want, verdict_got) == 0 && same(want, got) &&
+        same_destinations(sent_want, sent_got)) {
+        return;
+    }
+    char exp_s[1024], got_s[1024], a[512], b[512], sa[80], sb[80];
+    describe(a, sizeof a, want);
+    describe(b, sizeof b, got);
+    destinations_text(sa, sizeof sa, sent_want);
+    destinations_text(sb, sizeof sb, sent_got);
+    snprintf(exp_s, sizeof exp_s, "%s %s sent=%s", verdict_want, a, sa);
+    snprintf(got_s, sizeof got_s, "%s %s sent=%s", verdict_got, b, sb);
+    fail(r, step, exp_s, got_s);
 }
 
 static void do_rx(runner *r, char **f, int nf)
 {
     static uint8_t datagram[MAX_DATAGRAM];
     need_car(r, "rx");
-    if (nf != 12) {
-        die_malformed(r, "rx needs 11 fields, got %d", nf - 1);
+    if (nf != 8 + STATE_FIELDS) {
+        die_malformed(r, "rx needs %d fields, got %d", 7 + STATE_FIELDS, nf - 1);
     }
     uint64_t t = step_time(r, f[1]);
     uint32_t ip = parse_ipv4(r, f[2]);
@@ -319,21 +491,18 @@ static void do_rx(runner *r, char **f, int nf)
         die_malformed(r, "verdict %s with reason %s", f[5], f[6]);
     }
     observed want = parse_observed(r, f + 7);
+    mz01_destinations want_sent = parse_sent(r, f[7 + STATE_FIELDS]);
 
     mz01_car before = r->car;
     mz01_rx_result res = mz01_car_receive(&r->car, datagram, len, ip, port, t);
     observed got = observe(&r->car);
 
-    char exp_s[512], got_s[512], a[256], b[256];
-    describe(a, sizeof a, &want);
-    describe(b, sizeof b, &got);
-    snprintf(exp_s, sizeof exp_s, "%s %s %s", f[5], f[6], a);
-    snprintf(got_s, sizeof got_s, "%s %s %s", res.accepted ? "accept" : "reject",
-             reason_text(res.reason), b);
-    if (res.accepted != want_accept || res.reason != want_reason ||
-        !same(&want, &got)) {
-        fail(r, "rx", exp_s, got_s);
-    }
+    char verdict_want[64], verdict_got[64];
+    snprintf(verdict_want, sizeof verdict_want, "%s %s", want_accept ? "accept" : "reject",
+             reason_text(want_reason));
+    snprintf(verdict_got, sizeof verdict_got, "%s %s", res.accepted ? "accept" : "reject",
+             reason_text(res.reason));
+    check_step(r, "rx", verdict_want, verdict_got, &want, &got, &want_sent, &res.telemetry);
     if (!res.accepted) {
         if (r->car.reason != res.reason) {
             fail(r, "rx (rejection must set the car's reason)",
@@ -350,24 +519,16 @@ static void do_rx(runner *r, char **f, int nf)
 static void do_tick(runner *r, char **f, int nf)
 {
     need_car(r, "tick");
-    if (nf != 8) {
-        die_malformed(r, "tick needs 7 fields, got %d", nf - 1);
+    if (nf != 3 + STATE_FIELDS) {
+        die_malformed(r, "tick needs %d fields, got %d", 2 + STATE_FIELDS, nf - 1);
     }
     uint64_t t = step_time(r, f[1]);
     observed want = parse_observed(r, f + 2);
-    mz01_reason want_reason = parse_reason(r, f[7]);
+    mz01_destinations want_sent = parse_sent(r, f[2 + STATE_FIELDS]);
 
-    (void)mz01_car_tick(&r->car, t);
+    mz01_destinations sent = mz01_car_tick(&r->car, t);
     observed got = observe(&r->car);
-    if (!same(&want, &got) || r->car.reason != want_reason) {
-        char exp_s[512], got_s[512], a[256], b[256];
-        describe(a, sizeof a, &want);
-        describe(b, sizeof b, &got);
-        snprintf(exp_s, sizeof exp_s, "%s reason=%s", a, f[7]);
-        snprintf(got_s, sizeof got_s, "%s reason=%s", b,
-                 reason_text(r->car.reason));
-        fail(r, "tick", exp_s, got_s);
-    }
+    check_step(r, "tick", "tick", "tick", &want, &got, &want_sent, &sent);
     r->steps++;
 }
 

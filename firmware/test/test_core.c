@@ -143,6 +143,68 @@ static void test_codec_bytes(void)
 
 /* ------------------------------------------------------------------ */
 
+/* |x| <= 1 and finite, from the IEEE-754 fields in double arithmetic: an
+ * oracle that shares nothing with the core's integer compare. */
+static bool wheel_oracle(uint32_t b)
+{
+    const uint32_t e = (b >> 23) & 0xFFu;
+    const uint32_t m = b & 0x7FFFFFu;
+    if (e == 0xFFu) {
+        return false; /* Inf, NaN */
+    }
+    const double mag = e == 0u ? ldexp((double)m, -149) : ldexp((double)(m | 0x800000u), (int)e - 150);
+    return mag <= 1.0;
+}
+
+static void test_wheel_bits(void)
+{
+    uint8_t out[32];
+    mz01_packet d;
+    const mz01_packet base = {7, MZ01_KIND_DRIVE, 0, 1, 2, 3, 4, 0.0f, 0.0f};
+    long tried = 0;
+    /* every exponent with mantissas at both ends and a few between, both
+     * signs, as left and as right wheel; then random patterns */
+    for (uint32_t e = 0; e < 256u; e++) {
+        const uint32_t mants[] = {0u, 1u, 2u, 0x400000u, 0x7FFFFEu, 0x7FFFFFu,
+                                  (uint32_t)(rng() & 0x7FFFFFu)};
+        for (size_t k = 0; k < sizeof mants / sizeof mants[0]; k++) {
+            for (uint32_t sign = 0; sign < 2u; sign++) {
+                const uint32_t bits = (sign << 31) | (e << 23) | mants[k];
+                for (int side = 0; side < 2; side++) {
+                    mz01_packet q = base;
+                    if (side == 0) {
+                        q.left = bits_f32(bits);
+                    } else {
+                        q.right = bits_f32(bits);
+                    }
+                    mz01_encode(&q, out);
+                    const bool ok = mz01_decode(out, 32, &d) == MZ01_REASON_NONE;
+                    CHECK(ok == wheel_oracle(bits));
+                    tried++;
+                }
+            }
+        }
+    }
+    for (int i = 0; i < 200000; i++) {
+        const uint32_t bits = (uint32_t)(rng() >> 32);
+        mz01_packet q = base;
+        q.left = bits_f32(bits);
+        mz01_encode(&q, out);
+        CHECK((mz01_decode(out, 32, &d) == MZ01_REASON_NONE) == wheel_oracle(bits));
+        tried++;
+    }
+    /* a STOP or ESTOP decodes whatever its flags and wheels hold */
+    for (uint8_t kind = MZ01_KIND_STOP; kind <= MZ01_KIND_ESTOP; kind++) {
+        mz01_packet q = {0, kind, 0xFFFFu, 0, 0, 0, 0, bits_f32(0x7FC00001u), bits_f32(0xFF800000u)};
+        mz01_encode(&q, out);
+        CHECK(mz01_decode(out, 32, &d) == MZ01_REASON_NONE && d.kind == kind && d.flags == 0xFFFFu);
+        CHECK(f32_bits(d.left) == 0x7FC00001u && f32_bits(d.right) == 0xFF800000u);
+    }
+    printf("test_core: wheel check agrees with the IEEE-754 oracle on %ld patterns\n", tried);
+}
+
+/* ------------------------------------------------------------------ */
+
 static void test_probe(void)
 {
     static const uint8_t req[8] = {'M', 'Z', 'C', '1', 0xDE, 0xAD, 0xBE, 0xEF};
@@ -765,16 +827,17 @@ static void test_destinations(void)
     d = mz01_car_tick(&car, 300000);
     CHECK(d.count == 2 && has_dest(&d, IP_A, 5000) && has_dest(&d, IP_B, 6000));
 
-    /* DRIVE and STOP answer nothing at once */
-    n = packet(b, 5, MZ01_KIND_DRIVE, 0, 10, 2, 0, 0.5f, 0.5f);
+    /* DRIVE answers nothing at once */
+    n = packet(b, 5, MZ01_KIND_DRIVE, 0, 10, 2, 350, 0.5f, 0.5f);
     res = mz01_car_receive(&car, b, n, IP_B, 6000, 350000);
     CHECK(res.accepted && res.telemetry.count == 0);
 
-    /* watchdog first, then telemetry: the disarmed car no longer sends to
-     * the (cleared) bound sender */
+    /* the watchdog disarm tells telemetry_to and the sender it was bound to
+     * at once, telemetry_to first */
     d = mz01_car_tick(&car, 650000);
     CHECK(!car.armed && car.reason == MZ01_REASON_WATCHDOG && car.token == 11);
-    CHECK(d.count == 1 && has_dest(&d, IP_A, 5000));
+    CHECK(d.count == 2 && d.to[0].ip == IP_A && d.to[0].port == 5000 &&
+          d.to[1].ip == IP_B && d.to[1].port == 6000);
 
     /* bound == telemetry_to: one destination, not two */
     n = packet(b, 5, MZ01_KIND_ARM, 0, 11, 1, 700, 0, 0);
@@ -782,9 +845,12 @@ static void test_destinations(void)
     d = mz01_car_tick(&car, 750000);
     CHECK(d.count == 1 && has_dest(&d, IP_A, 5000));
 
+    /* a STOP from a stranger: telemetry at once to telemetry_to (also the
+     * bound sender here, so once), never to the stranger */
     n = packet(b, 5, MZ01_KIND_STOP, 0, 0, 0, 0, 0, 0);
     res = mz01_car_receive(&car, b, n, IP_B, 6000, 760000);
-    CHECK(res.accepted && res.telemetry.count == 0 && car.reason == MZ01_REASON_STOP);
+    CHECK(res.accepted && res.telemetry.count == 1 && has_dest(&res.telemetry, IP_A, 5000));
+    CHECK(car.reason == MZ01_REASON_STOP);
 
     /* a late tick (870000, last at 750000) restarts the period from when the
      * telemetry was actually sent, not from a fixed 100 ms grid */
@@ -810,11 +876,13 @@ static void test_destinations(void)
     /* robot id 255 and the uptime wrap of the stamp at 2^32 ms */
     CHECK(mz01_car_init(&car, 255, NONCE, 0, true, true));
     const uint64_t wrap_us = 4294967296ull * 1000u; /* uptime_ms == 2^32 -> 0 */
-    n = packet(b, 255, MZ01_KIND_ARM, 0, 0, 1, 150, 0, 0);
+    n = packet(b, 255, MZ01_KIND_ARM, 0, 0, 1, 30, 0, 0);
     CHECK(mz01_car_receive(&car, b, n, IP_A, 1, wrap_us).accepted);
+    CHECK(car.last_feed_us == wrap_us);
     CHECK(mz01_car_init(&car, 255, NONCE, 0, true, true));
-    n = packet(b, 255, MZ01_KIND_ARM, 0, 0, 1, 0xFFFFFFE2u /* -30 */, 0, 0);
+    n = packet(b, 255, MZ01_KIND_ARM, 0, 0, 1, 0xFFFFFF9Cu /* -100 */, 0, 0);
     CHECK(mz01_car_receive(&car, b, n, IP_A, 1, wrap_us).accepted);
+    CHECK(car.last_feed_us == wrap_us - 100000u);
     CHECK(mz01_car_init(&car, 255, NONCE, 0, true, true));
     n = packet(b, 255, MZ01_KIND_ARM, 0, 0, 1, 0x80000000u, 0, 0);
     res = mz01_car_receive(&car, b, n, IP_A, 1, wrap_us);
@@ -859,7 +927,7 @@ static void test_fuzz(void)
                           (uint16_t)(rng() % 8u == 0 ? rng() : 0u),
                           rng() % 4u == 0 ? (uint32_t)rng() : car.token,
                           car.last_seq + (uint32_t)(rng() % 3u),
-                          (uint32_t)(now / 1000u) + (uint32_t)(rng() % 200u) - 40u,
+                          (uint32_t)(now / 1000u) + (uint32_t)(rng() % 150u) - 110u,
                           l, l);
         const int mutations = (int)(rng() % 4u);
         for (int m = 0; m < mutations; m++) {
@@ -896,9 +964,13 @@ static void test_fuzz(void)
             CHECK(car.reason == res.reason);
             CHECK(same_but_reason(&before, &car));
         }
+        if (res.accepted && (b[5] == MZ01_KIND_STOP || b[5] == MZ01_KIND_ESTOP)) {
+            CHECK(!car.armed && car.token == before.token + 1u);
+        }
         if (rng() % 3u == 0) {
             (void)mz01_car_tick(&car, now);
             CHECK(!car.armed || now - car.last_feed_us < MZ01_WATCHDOG_US);
+            CHECK(!car.armed || (car.motor_ok && car.camera_ok));
         }
         CHECK(car.armed || (car.left == 0.0f && car.right == 0.0f));
         CHECK(car.armed == car.has_bound);
@@ -918,6 +990,7 @@ int main(void)
 {
     test_reason_names();
     test_codec_bytes();
+    test_wheel_bits();
     test_probe();
     test_format_f32();
     test_json_checker();

@@ -36,7 +36,7 @@ Address = tuple[str, int]
 WATCHDOG_US = 300_000
 TELEMETRY_PERIOD_US = 100_000
 TICK_PERIOD_US = 5_000
-STAMP_WINDOW_MS = (-30, 150)
+STAMP_WINDOW_MS = (-100, 30)  # d = stamp − uptime_ms; derivation in MZ01.md "Stamp window"
 U64_MAX = 0xFFFF_FFFF_FFFF_FFFF
 
 
@@ -123,9 +123,22 @@ def stamp_offset_ms(stamp_ms: int, now_us: int) -> int:
     return _int32(stamp_ms - (now_us // 1000))
 
 
+def stamp_fresh(stamp_ms: int, now_us: int) -> bool:
+    """The stamp offset lies in the window of MZ01.md, edges included."""
+    low, high = STAMP_WINDOW_MS
+    return low <= stamp_offset_ms(stamp_ms, now_us) <= high
+
+
+def lease_start_us(stamp_ms: int, now_us: int) -> int:
+    """Where an accepted ARM's or DRIVE's lease starts: its stamp if in the past, else now."""
+    lag_us = 1000 * max(0, -stamp_offset_ms(stamp_ms, now_us))
+    return max(0, now_us - lag_us)
+
+
 def check_command(state: CarState, cmd: Command, src: Address, now_us: int) -> Reason | None:
     """The first failing state check for a decoded command, or None when accepted."""
-    if cmd.robot_id != state.robot_id and not (cmd.kind is Kind.HELLO and cmd.robot_id == 0):
+    any_car = cmd.robot_id == 0 and cmd.kind in (Kind.HELLO, Kind.STOP, Kind.ESTOP)
+    if cmd.robot_id != state.robot_id and not any_car:
         return Reason.WRONG_ROBOT
     session_checked = cmd.kind in (Kind.ARM, Kind.DRIVE) or (
         cmd.kind is Kind.HELLO and cmd.flags & FLAG_RESET_ESTOP
@@ -136,14 +149,13 @@ def check_command(state: CarState, cmd: Command, src: Address, now_us: int) -> R
         if cmd.session_token != state.token:
             return Reason.BAD_TOKEN
     if cmd.kind is Kind.ARM:
-        low, high = STAMP_WINDOW_MS
         if state.estop:
             return Reason.ESTOP_LATCHED
         if not (state.motor_ok and state.camera_ok):
             return Reason.UNHEALTHY
         if cmd.left != 0.0 or cmd.right != 0.0:
             return Reason.NONZERO_WHEELS
-        if not low <= stamp_offset_ms(cmd.stamp_ms, now_us) <= high:
+        if not stamp_fresh(cmd.stamp_ms, now_us):
             return Reason.STALE_STAMP
         if state.armed and src != state.bound:
             return Reason.NOT_BOUND
@@ -152,6 +164,8 @@ def check_command(state: CarState, cmd: Command, src: Address, now_us: int) -> R
     elif cmd.kind is Kind.DRIVE:
         if not state.armed:
             return Reason.NOT_ARMED
+        if not stamp_fresh(cmd.stamp_ms, now_us):
+            return Reason.STALE_STAMP
         if src != state.bound:
             return Reason.NOT_BOUND
         if cmd.seq <= state.last_seq:
@@ -251,7 +265,7 @@ class FirmwareModel:
     # -- inputs from the board -------------------------------------------
 
     def set_health(self, motor_ok: bool, camera_ok: bool) -> None:
-        """Hardware health; it gates ARM only (an armed car stays armed)."""
+        """Hardware health: it gates ARM, and the next tick disarms an unhealthy armed car."""
         self._state = replace(self._state, motor_ok=bool(motor_ok), camera_ok=bool(camera_ok))
 
     def set_sensors(
@@ -300,6 +314,7 @@ class FirmwareModel:
         )
 
     def _disarm(self, reason: Reason, now_us: int, src: Address | None) -> Event:
+        """Disarm with ``reason``; callers take :meth:`_notify` first, while ``bound`` is set."""
         s = self._state
         self._state = replace(
             s,
@@ -311,6 +326,17 @@ class FirmwareModel:
             reason=reason,
         )
         return Event(EventKind.DISARMED, now_us, reason=reason, src=src, token=self._state.token)
+
+    def _notify(self) -> list[Address]:
+        """Who a disarm informs at once: ``telemetry_to``, then the bound sender, each once."""
+        s = self._state
+        return list(dict.fromkeys(d for d in (s.telemetry_to, s.bound) if d is not None))
+
+    def _send(self, destinations: list[Address], now_us: int) -> tuple[Outgoing, ...]:
+        if not destinations:
+            return ()
+        data = self._telemetry_bytes(now_us)
+        return tuple(Outgoing(d, data) for d in destinations)
 
     def receive_datagram(self, data: BytesLike, src: Address, now_us: int) -> StepResult:
         """One datagram on UDP 4210 from ``src`` at ``now_us``."""
@@ -342,20 +368,23 @@ class FirmwareModel:
                 last_seq=cmd.seq,
                 left=0.0,
                 right=0.0,
-                last_feed_us=now_us,
+                last_feed_us=lease_start_us(cmd.stamp_ms, now_us),
                 reason="",
             )
             events.append(Event(EventKind.ARMED, now_us, src=sender, token=self._state.token))
         elif cmd.kind is Kind.DRIVE:
+            lease = lease_start_us(cmd.stamp_ms, now_us)
             self._state = replace(
-                self._state, left=cmd.left, right=cmd.right, last_seq=cmd.seq, last_feed_us=now_us
+                self._state, left=cmd.left, right=cmd.right, last_seq=cmd.seq, last_feed_us=lease
             )
         else:
             latch = cmd.kind is Kind.ESTOP
+            notify = self._notify()
             events.append(self._disarm(Reason.ESTOP if latch else Reason.STOP, now_us, sender))
             if latch:
                 self._state = replace(self._state, estop=True)
                 events.append(Event(EventKind.ESTOP_LATCHED, now_us, src=sender))
+            outgoing.extend(self._send(notify, now_us))
         return StepResult(True, "", cmd, tuple(outgoing), tuple(events))
 
     def _reject(self, reason: Reason, cmd: Command | None, src: Address, now_us: int) -> StepResult:
@@ -365,23 +394,25 @@ class FirmwareModel:
         return StepResult(False, reason, cmd, (), (event,))
 
     def tick(self, now_us: int) -> StepResult:
-        """The 5 ms motor-task tick: watchdog first, then periodic telemetry."""
+        """The 5 ms motor-task tick: watchdog, health, then periodic telemetry."""
         _check_time(now_us)
         events: list[Event] = []
+        destinations: list[Address] = []
         s = self._state
         if s.armed and _elapsed_us(now_us, s.last_feed_us) >= WATCHDOG_US:
+            destinations += self._notify()
             events.append(self._disarm(Reason.WATCHDOG, now_us, None))
-        outgoing: list[Outgoing] = []
+        s = self._state
+        if s.armed and not (s.motor_ok and s.camera_ok):
+            destinations += self._notify()
+            events.append(self._disarm(Reason.UNHEALTHY, now_us, None))
         s = self._state
         if _elapsed_us(now_us, s.last_telemetry_us) >= TELEMETRY_PERIOD_US:
-            destinations = [d for d in (s.telemetry_to,) if d is not None]
-            if s.armed and s.bound is not None and s.bound != s.telemetry_to:
-                destinations.append(s.bound)
-            if destinations:
-                data = self._telemetry_bytes(now_us)
-                outgoing = [Outgoing(d, data) for d in destinations]
+            destinations += [s.telemetry_to] if s.telemetry_to is not None else []
+            destinations += [s.bound] if s.armed and s.bound is not None else []
             self._state = replace(s, last_telemetry_us=now_us)
-        return StepResult(True, "", None, tuple(outgoing), tuple(events))
+        unique = list(dict.fromkeys(destinations))  # each once, in first-seen order
+        return StepResult(True, "", None, self._send(unique, now_us), tuple(events))
 
     def receive_probe(self, data: BytesLike, src: Address, now_us: int) -> Outgoing | None:
         """A datagram on UDP 4211: the reply to a valid probe request, else None."""

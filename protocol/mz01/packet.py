@@ -64,8 +64,12 @@ CODEC_REASONS = (
     Reason.BAD_FLAGS,
     Reason.BAD_WHEELS,
 )
-DISARM_REASONS = (Reason.WATCHDOG, Reason.STOP, Reason.ESTOP)
-REJECTION_REASONS = tuple(r for r in Reason if r not in DISARM_REASONS)
+# ``unhealthy`` is both: an ARM refused, and an armed car disarmed at a tick.
+DISARM_REASONS = (Reason.WATCHDOG, Reason.STOP, Reason.ESTOP, Reason.UNHEALTHY)
+REJECTION_REASONS = tuple(
+    r for r in Reason if r not in (Reason.WATCHDOG, Reason.STOP, Reason.ESTOP)
+)
+STOP_KINDS = frozenset({4, 5})  # STOP and ESTOP: stop the car whatever else the datagram holds
 
 
 class PacketError(ProtocolError):
@@ -132,7 +136,11 @@ def encode_command(cmd: Command) -> bytes:
 
 
 def decode_command(data: BytesLike) -> Command:
-    """Parse a datagram, running the codec checks of MZ01.md in their order."""
+    """Parse a datagram, running the codec checks of MZ01.md in their order.
+
+    A STOP or ESTOP passes on length, magic and kind alone: its flags and
+    wheels are returned as they are on the wire (wheels may be NaN).
+    """
     if not isinstance(data, bytes | bytearray | memoryview):
         raise PacketError(Reason.BAD_LENGTH, f"not bytes: {type(data).__name__}")
     raw = bytes(data)
@@ -143,6 +151,8 @@ def decode_command(data: BytesLike) -> Command:
         raise PacketError(Reason.BAD_MAGIC, repr(magic))
     if kind not in Kind._value2member_map_:
         raise PacketError(Reason.BAD_KIND, str(kind))
+    if kind in STOP_KINDS:
+        return Command(robot_id, Kind(kind), flags, nonce, token, seq, stamp, left, right)
     if flags & ~FLAG_RESET_ESTOP or (flags and kind != Kind.HELLO):
         raise PacketError(Reason.BAD_FLAGS, f"{flags:#06x} on kind {kind}")
     if not (wheel_ok(left) and wheel_ok(right)):

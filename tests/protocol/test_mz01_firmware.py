@@ -139,7 +139,7 @@ def test_bound_without_hello_still_gets_telemetry() -> None:
     assert [o.dst for o in c.tick(100_000).outgoing] == [B]
 
 
-def test_watchdog_telemetry_reports_the_disarm_only_to_telemetry_to() -> None:
+def test_watchdog_disarm_tells_telemetry_to_and_the_bound_controller_at_once() -> None:
     c = car()
     c.receive_datagram(hello(), A, 0)
     c.receive_datagram(arm(1_000), B, 1_000)
@@ -149,10 +149,44 @@ def test_watchdog_telemetry_reports_the_disarm_only_to_telemetry_to() -> None:
     result = c.tick(302_000)
     assert [e.kind for e in result.events] == [EventKind.DISARMED]
     assert result.events[0].reason == Reason.WATCHDOG and result.events[0].token == TOKEN + 1
-    [out] = result.outgoing
-    tele = parse_telemetry(out.data)
-    assert out.dst == A and not tele.armed and tele.reason == "watchdog"
-    assert tele.token == TOKEN + 1
+    assert [o.dst for o in result.outgoing] == [A, B]
+    tele = parse_telemetry(result.outgoing[1].data)
+    assert not tele.armed and tele.reason == "watchdog" and tele.token == TOKEN + 1
+
+
+def test_stop_tells_telemetry_to_and_the_bound_controller_not_the_sender() -> None:
+    c = car()
+    stranger = ("127.0.0.99", 50000)
+    assert c.receive_datagram(stop(), stranger, 500).outgoing == ()  # nobody to tell
+    c.receive_datagram(hello(), A, 1_000)
+    c.receive_datagram(arm(2_000, token=TOKEN + 1), B, 2_000)
+    result = c.receive_datagram(stop(Kind.ESTOP), stranger, 3_000)
+    assert [o.dst for o in result.outgoing] == [A, B]
+    tele = parse_telemetry(result.outgoing[0].data)
+    assert (tele.armed, tele.estop, tele.reason, tele.uptime_ms) == (False, True, "estop", 3)
+
+
+def test_health_loss_disarms_at_the_next_tick() -> None:
+    c = car()
+    c.receive_datagram(hello(), A, 0)
+    c.receive_datagram(arm(1_000), A, 1_000)
+    c.set_health(motor_ok=False, camera_ok=True)
+    assert c.armed  # health is the tick's business
+    result = c.tick(5_000)
+    assert not c.armed and c.reason == "unhealthy" and c.token == TOKEN + 1
+    assert [(e.kind, e.reason) for e in result.events] == [(EventKind.DISARMED, "unhealthy")]
+    assert [o.dst for o in result.outgoing] == [A]
+    assert c.tick(10_000).events == ()  # a disarmed car is not disarmed again
+
+
+def test_a_late_drive_keeps_only_the_rest_of_its_lease() -> None:
+    c = car()
+    c.receive_datagram(arm(1_000_000), A, 1_000_000)
+    late = encode_command(Command(ID, Kind.DRIVE, 0, NONCE, TOKEN, 2, 1_000, 0.5, 0.5))
+    assert c.receive_datagram(late, A, 1_080_000).accepted  # 80 ms late
+    assert c.state.last_feed_us == 1_000_000
+    assert c.tick(1_299_999).events == ()
+    assert c.tick(1_300_000).events[0].reason == "watchdog"  # 220 ms after it arrived
 
 
 def test_drive_telemetry_reports_duty_and_seq() -> None:

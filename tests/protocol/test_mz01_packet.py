@@ -87,11 +87,13 @@ def test_decode_accepts_bytearray_and_memoryview() -> None:
         (raw(kind=1, flags=2, left=math.nan), Reason.BAD_FLAGS),
         (raw(kind=1, flags=0x8001), Reason.BAD_FLAGS),
         (raw(kind=2, flags=1), Reason.BAD_FLAGS),
-        (raw(kind=5, flags=1), Reason.BAD_FLAGS),
+        (raw(kind=3, flags=1), Reason.BAD_FLAGS),
         (raw(kind=3, left=math.nan), Reason.BAD_WHEELS),
         (raw(kind=3, right=-math.inf), Reason.BAD_WHEELS),
         (raw(kind=3, left=1.0000001), Reason.BAD_WHEELS),
-        (raw(kind=4, right=-2.0), Reason.BAD_WHEELS),
+        (raw(kind=1, right=-2.0), Reason.BAD_WHEELS),
+        (raw(kind=4, flags=1, magic=b"MZ00"), Reason.BAD_MAGIC),
+        (raw(kind=5)[:31], Reason.BAD_LENGTH),
     ],
 )
 def test_decode_reasons_in_order(data: bytes, reason: Reason) -> None:
@@ -99,6 +101,14 @@ def test_decode_reasons_in_order(data: bytes, reason: Reason) -> None:
         decode_command(data)
     assert info.value.reason == reason
     assert isinstance(info.value, ProtocolError)
+
+
+@pytest.mark.parametrize("kind", [Kind.STOP, Kind.ESTOP])
+def test_decode_stop_and_estop_whatever_flags_and_wheels_hold(kind: Kind) -> None:
+    cmd = decode_command(raw(kind=kind, flags=0xFFFF, left=math.nan, right=-math.inf))
+    assert (cmd.kind, cmd.flags, cmd.right) == (kind, 0xFFFF, -math.inf)
+    assert math.isnan(cmd.left)
+    assert decode_command(raw(kind=kind, flags=1, left=2.0)).left == 2.0
 
 
 def test_decode_accepts_hello_reset_flag_and_edge_wheels() -> None:

@@ -151,12 +151,14 @@ def test_second_controller_cannot_drive_a_bound_car_but_can_stop_it() -> None:
     # The car is armed by the first controller: the intruder's gesture does not ARM.
     assert intruder.state is SessionState.READY
     assert not any(kind == "arm" and addr != CONTROLLER for _, addr, kind, _ in bench.sent_log)
-    # Even a hand-made DRIVE with the current nonce and token is refused: not bound.
+    # Even a hand-made DRIVE with the current nonce, token and a fresh stamp is
+    # refused: not bound.
     t = bench.car.model
+    up = bench.car.uptime_us(bench.now)
     forged = encode_command(
-        Command(ROBOT, Kind.DRIVE, 0, t.boot_nonce, t.token, 10**6, 0, -1.0, 1.0)
+        Command(ROBOT, Kind.DRIVE, 0, t.boot_nonce, t.token, 10**6, up // 1000, -1.0, 1.0)
     )
-    result = t.receive_datagram(forged, ("127.0.0.66", 40000), bench.car.uptime_us(bench.now))
+    result = t.receive_datagram(forged, ("127.0.0.66", 40000), up)
     assert not result.accepted and result.reason == "not_bound"
     assert bench.car.model.wheels == pytest.approx((0.6, 0.6))
     intruder.stop(bench.now)
@@ -164,8 +166,8 @@ def test_second_controller_cannot_drive_a_bound_car_but_can_stop_it() -> None:
     disarms = [e for _, e in bench.car_events if e.kind is EventKind.DISARMED]
     assert not bench.car.model.armed and disarms[-1].reason == "stop"
     assert disarms[-1].src == ("127.0.0.66", 40000)
-    # The disarmed car no longer sends telemetry to its former controller, which
-    # therefore notices within its telemetry timeout and stops driving.
+    # The disarm tells the former controller at once (and no periodic telemetry
+    # follows), so it stops driving.
     bench.run_until(3.7, both)
     assert first.state is not SessionState.DRIVING
     faults = {e.event for addr, e in bench.session_events if addr == CONTROLLER}

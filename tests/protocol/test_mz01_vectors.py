@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from protocol.mz01 import FirmwareModel, Reason
+from protocol.mz01 import FirmwareModel, Outgoing, Reason, parse_telemetry
 from protocol.mz01.vectors import (
     JSON_PATH,
     TXT_PATH,
@@ -35,9 +35,29 @@ def bits(x: float) -> bytes:
     return struct.pack(">f", x)
 
 
-def check_state(car: FirmwareModel, want: State, where: str) -> None:
-    got = (car.armed, car.estop, car.token, bits(car.wheels[0]), bits(car.wheels[1]))
-    assert got == (want.armed, want.estop, want.token, bits(want.left), bits(want.right)), where
+def observed(car: FirmwareModel) -> tuple[object, ...]:
+    s = car.state
+    return (
+        s.armed, s.estop, s.token, bits(s.left), bits(s.right), s.bound, s.telemetry_to,
+        s.last_seq, s.last_feed_us, s.last_telemetry_us, s.motor_ok, s.camera_ok, s.reason,
+    )  # fmt: skip
+
+
+def expected(w: State) -> tuple[object, ...]:
+    return (
+        w.armed, w.estop, w.token, bits(w.left), bits(w.right), w.bound, w.telemetry_to,
+        w.last_seq, w.last_feed_us, w.last_telemetry_us, w.motor_ok, w.camera_ok, w.reason,
+    )  # fmt: skip
+
+
+def check_sent(outgoing: tuple[Outgoing, ...], want: tuple[tuple[str, int], ...],
+               state: State, t_us: int, where: str) -> None:
+    assert tuple(o.dst for o in outgoing) == want, where
+    for o in outgoing:  # the telemetry describes the state after the step
+        t = parse_telemetry(o.data)
+        assert (t.armed, t.estop, t.token, t.reason, t.uptime_ms) == (
+            state.armed, state.estop, state.token, state.reason, t_us // 1000,
+        ), where  # fmt: skip
 
 
 def run(sc: Scenario) -> None:
@@ -48,13 +68,12 @@ def run(sc: Scenario) -> None:
         if isinstance(step, Rx):
             result = car.receive_datagram(step.data, step.src, step.t_us)
             assert (result.accepted, result.reason) == (step.accept, step.reason), where
-            if not step.accept:
-                assert car.reason == step.reason, where
-            check_state(car, step.state, where)
+            assert observed(car) == expected(step.state), where
+            check_sent(result.outgoing, step.sent, step.state, step.t_us, where)
         elif isinstance(step, Tick):
-            car.tick(step.t_us)
-            check_state(car, step.state, where)
-            assert car.reason == step.reason, where
+            result = car.tick(step.t_us)
+            assert observed(car) == expected(step.state), where
+            check_sent(result.outgoing, step.sent, step.state, step.t_us, where)
         elif isinstance(step, Health):
             car.set_health(step.motor_ok, step.camera_ok)
         elif isinstance(step, Probe):
@@ -85,7 +104,7 @@ def test_txt_and_json_hold_the_same_content() -> None:
 
 
 def test_txt_lines_follow_the_format() -> None:
-    fields = {"scenario": 2, "boot": 6, "health": 4, "rx": 12, "tick": 8, "probe": 4, "end": 1}
+    fields = {"scenario": 2, "boot": 6, "health": 4, "rx": 21, "tick": 16, "probe": 4, "end": 1}
     for line in COMMITTED_TXT.splitlines():
         assert line, "no blank lines"
         if line.startswith("#"):
@@ -108,10 +127,10 @@ def _rx_steps() -> list[Rx]:
 
 def test_every_reason_is_exercised() -> None:
     rejected = {s.reason for s in _rx_steps() if not s.accept}
-    ticked = {s.reason for sc in VECTORS for s in sc.steps if isinstance(s, Tick)}
-    disarms = {Reason.WATCHDOG, Reason.STOP, Reason.ESTOP}
-    assert rejected == {r.value for r in Reason if r not in disarms}
-    assert disarms <= ticked
+    ticked = {s.state.reason for sc in VECTORS for s in sc.steps if isinstance(s, Tick)}
+    only_disarms = {Reason.WATCHDOG, Reason.STOP, Reason.ESTOP}
+    assert rejected == {r.value for r in Reason if r not in only_disarms}
+    assert only_disarms | {Reason.UNHEALTHY} <= ticked
 
 
 def test_every_kind_is_accepted_and_rejected_somewhere() -> None:
@@ -120,26 +139,45 @@ def test_every_kind_is_accepted_and_rejected_somewhere() -> None:
         assert verdicts == {True, False}, kind
 
 
-def _arm_offsets(accept: bool) -> set[int]:
-    """int32(stamp − uptime_ms) of every well-formed ARM, computed here from the bytes."""
+def _offsets(kind: int, accept: bool) -> set[int]:
+    """int32(stamp − uptime_ms) of every well-formed ``kind``, computed here from the bytes."""
     out = set()
     for s in _rx_steps():
-        if len(s.data) == 32 and s.data[:4] == b"MZ01" and s.data[5] == 2 and s.accept == accept:
+        if len(s.data) == 32 and s.data[:4] == b"MZ01" and s.data[5] == kind and s.accept == accept:
             stamp = struct.unpack(">I", s.data[20:24])[0]
             d = (stamp - s.t_us // 1000) % 2**32
             out.add(d - 2**32 if d >= 2**31 else d)
     return out
 
 
-def test_stamp_window_edges_are_covered() -> None:
-    assert {-30, 150} <= _arm_offsets(True)
-    assert {-31, 151} <= _arm_offsets(False)
+@pytest.mark.parametrize("kind", [2, 3], ids=["arm", "drive"])
+def test_stamp_window_edges_are_covered(kind: int) -> None:
+    assert {-100, 30} <= _offsets(kind, True)
+    assert {-101, 31} <= _offsets(kind, False)
 
 
 def test_stamp_wrap_is_covered() -> None:
     arms = [s for s in _rx_steps() if s.accept and s.data[5:6] == b"\x02"]
     wraps = [s for s in arms if abs(struct.unpack(">I", s.data[20:24])[0] - s.t_us // 1000) > 2**31]
     assert len(wraps) >= 3
+
+
+def test_stop_and_estop_with_junk_are_accepted() -> None:
+    """Item 9: bad wheels (NaN, Inf, > 1), flag bits and robot id 0 do not keep a STOP out."""
+    junk = [
+        s for s in _rx_steps()
+        if s.accept and len(s.data) == 32 and s.data[5] in (4, 5) and s.data[4] == 0
+        and struct.unpack(">H", s.data[6:8])[0] != 0
+        and not all(abs(w) <= 1.0 for w in struct.unpack(">ff", s.data[24:32]))
+    ]  # fmt: skip
+    assert {s.data[5] for s in junk} == {4, 5}
+
+
+def test_late_drive_gets_only_the_rest_of_its_lease() -> None:
+    """Item 8: some accepted DRIVE's lease starts at its stamp, before its arrival."""
+    late = [s for s in _rx_steps() if s.accept and s.data[5:6] == b"\x03"
+            and s.state.last_feed_us < s.t_us]  # fmt: skip
+    assert late
 
 
 def test_probes_cover_valid_and_invalid() -> None:
@@ -154,6 +192,7 @@ def test_watchdog_edge_ticks_are_covered() -> None:
     for sc in VECTORS:
         ticks = [s for s in sc.steps if isinstance(s, Tick)]
         for before, after in itertools.pairwise(ticks):
-            if before.state.armed and after.reason == "watchdog" and after.t_us - before.t_us == 1:
+            if (before.state.armed and after.state.reason == "watchdog"
+                    and after.t_us - before.t_us == 1):  # fmt: skip
                 return
     pytest.fail("no tick at 299.999 ms still armed followed by the disarm at 300 ms")
