@@ -53,6 +53,7 @@ def _drive_all(world: World, t: float, k: int) -> None:
         cmd = Command(
             car.id, Kind.DRIVE, boot_nonce=fw.boot_nonce, session_token=fw.token,
             seq=fw.last_seq + 1, left=0.6 - turn, right=0.6 + turn,
+            stamp_ms=(car.uptime_us(t) // 1000) & 0xFFFF_FFFF,  # a DRIVE must be fresh
         )  # fmt: skip
         world.deliver(car.id, PORT_COMMAND, encode_command(cmd), CLIENT, t)
 

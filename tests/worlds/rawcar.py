@@ -142,7 +142,8 @@ class RawCar:
         raise AssertionError(f"car {self.robot_id} did not arm: {self.last}")
 
     def drive(self, left: float, right: float) -> None:
-        self._send(Kind.DRIVE, left, right)
+        """DRIVE with a fresh stamp (MZ01.md: a DRIVE must be fresh too); sync() first."""
+        self._send(Kind.DRIVE, left, right, stamp=self.uptime_ms())
         self.last_drive_sent = time.monotonic()
 
     def drive_for(self, left: float, right: float, seconds: float, rate: float = 30.0) -> None:

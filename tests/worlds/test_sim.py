@@ -38,6 +38,7 @@ def world():
 
 def _cmd(world: World, car: int, kind: Kind, t: float, **fields) -> list:
     fw = world.car(car).firmware
+    fields.setdefault("stamp_ms", (world.car(car).uptime_us(t) // 1000) & 0xFFFF_FFFF)  # fresh
     cmd = Command(car, kind, boot_nonce=fw.boot_nonce, session_token=fw.token, **fields)
     step = world.deliver(car, PORT_COMMAND, encode_command(cmd), SRC, t)
     return step.events

@@ -271,13 +271,17 @@ def test_frames_from_a_driving_car_keep_the_ekf_localized():
 
         send(Kind.ARM, 0.05, seq=1, stamp_ms=car.uptime_us(0.05) // 1000)
         rng = np.random.default_rng(1)
-        t, seq, next_frame, left, right = 0.05, 1, 0.1, 0.5, 0.62
+        # Wheel speeds 0.2625 and 0.3675 m/s (the duties 0.5 and 0.62 of the old 0.2
+        # deadband), as duties of this car model's deadband.
+        left, right = drive.duty_for_speed(0.2625), drive.duty_for_speed(0.3675)
+        t, seq, next_frame = 0.05, 1, 0.1
         errors: list[float] = []
         used = 0
         while t < 12.0:
             t += 1 / 30
             seq += 1
-            send(Kind.DRIVE, t, seq=seq, left=left, right=right)
+            send(Kind.DRIVE, t, seq=seq, left=left, right=right,
+                 stamp_ms=car.uptime_us(t) // 1000)  # a DRIVE must carry a fresh stamp
             _, yaw_rate = body.motion()
             ekf.predict_to(t, left, right, yaw_rate + float(rng.normal(0.0, 0.02)))
             if t < next_frame:
