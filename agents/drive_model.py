@@ -24,8 +24,9 @@ class DriveModel:
     """Effective track width in metres (wheel centre to wheel centre on the FNK0053)."""
     max_wheel_speed: float = 0.7
     """Ground speed of a wheel at duty ±1, m/s (65 mm wheels; the simulator's car model)."""
-    deadband: float = 0.2
-    """Duty magnitude below which a wheel does not turn, in [0, 1)."""
+    deadband: float = 0.3907
+    """Duty magnitude below which a wheel does not turn, in [0, 1): the FNK0053's minimum
+    start duty, 1600/4095 (the simulator's default too; firmware/README.md)."""
     min_speed: float = 0.005
     """A requested wheel speed below this magnitude (m/s) is commanded as exactly 0."""
 

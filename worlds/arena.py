@@ -64,7 +64,9 @@ class CarModel:
     mast: float = 0.15
     camera_forward: float = 0.05
     max_wheel_speed: float = 0.7  # wheel rim speed at |duty| = 1, m/s
-    duty_deadband: float = 0.2
+    # The FNK0053's minimum start duty, 1600/4095: below it the kit's motors stall, so
+    # its firmware lifts every nonzero duty to it (firmware/README.md, "Wheel duty").
+    duty_deadband: float = 0.3907
     mass: float = 0.6
     wheel_torque: float = 0.1  # velocity-control force limit per wheel, N·m
     friction: float = 0.8
