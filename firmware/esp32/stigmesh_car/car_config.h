@@ -32,6 +32,12 @@
 #define SAFETY_TASK_PRIO (configMAX_PRIORITIES - 1)
 #define SAFETY_TASK_STACK 4096
 #define SAFETY_TICK_MS 5
+// The safety task is registered with ESP-IDF's task watchdog, set to panic
+// (and so reset the chip, whose setup() then switches the motors off first)
+// when the task has not checked in for this long. ESP-IDF 5 (Arduino-ESP32
+// 3.x) takes milliseconds; ESP-IDF 4 (2.x) takes whole seconds, so there it
+// is rounded up to 1 s.
+#define SAFETY_WDT_TIMEOUT_MS 200
 
 // Everything best-effort lives on core 0, below the safety task.
 #define NET_TASK_CORE 0
@@ -48,9 +54,28 @@
 #define PCA9685_I2C_ADDR 0x5F
 #define PCA9685_OSC_HZ 25000000UL
 #define PCA9685_PWM_HZ 50      // 12-bit PWM at 50 Hz (servos share the chip)
-#define I2C_CLOCK_HZ 400000
-#define I2C_TIMEOUT_MS 3
+// The bus is shared with the kit's line-tracking module, a PCF8574 at 0x20 on
+// the same SDA 13 / SCL 14 (Freenove's Track_Setup). The PCF8574 is a 100 kHz
+// device (NXP and TI datasheets), so the bus runs at 100 kHz, not the
+// PCA9685's 400/1000 kHz.
+#define I2C_CLOCK_HZ 100000
+// The longest transaction is the motor burst of motors_apply(): address,
+// register, 8 channels x 4 registers = 34 bytes of 9 clocks, plus start and
+// stop: 308 clocks = 3.08 ms at 100 kHz. The timeout must let it finish with
+// room for the driver's own overhead (here 3x), and a stuck bus then costs the
+// safety task one 10 ms stall before it retries on the next tick.
+#define I2C_TIMEOUT_MS 10
+#define MOTOR_BURST_BYTES 34
+#define MOTOR_BURST_US ((MOTOR_BURST_BYTES * 9 + 2) * 1000000L / I2C_CLOCK_HZ)
 #define MOTOR_REFRESH_TICKS 4  // rewrite the motor registers every 20 ms (50 Hz)
+// The PCA9685's active-low output enable (OE). Freenove's sketches for the
+// FNK0053 never drive it, so it is taken to be tied low on the board (-1: not
+// wired). Where your board wires OE to a GPIO, put the GPIO here: setup()
+// then drives it high (every output off) before anything else and low only
+// once the chip is configured with every motor off. Verify on your board.
+#ifndef PIN_PCA9685_OE
+#define PIN_PCA9685_OE -1
+#endif
 
 // Motor H-bridge inputs on PCA9685 channels (Freenove's PIN_MOTOR_Mx_INy).
 // Freenove drives Mx forward with IN1 = PWM, IN2 = 0. From Freenove's line
@@ -67,6 +92,12 @@
 // Set to -1 if a side drives backwards on a positive duty. Verify on your board.
 #define MOTOR_LEFT_SIGN 1
 #define MOTOR_RIGHT_SIGN 1
+// Minimum start duty: Freenove's Motor_Move lifts every nonzero speed to at
+// least 1600 of 4095 (0.39), below which the kit's motors stall. A wheel duty
+// d != 0 gives max(1600, round(|d| x 4095)) counts (firmware/core/motor_duty.h);
+// a duty that rounds to 0 counts stays off. The simulator's default deadband
+// (worlds/arena.py, CarModel.duty_deadband = 0.3907) is the same 1600 / 4095.
+#define MOTOR_MIN_START_COUNT 1600
 
 // Pan/tilt servos (Freenove: channels 0 and 1) are frozen at 90 degrees so
 // the camera mount is rigid: 1.5 ms of a 20 ms period = 307 of 4096 counts.
@@ -96,3 +127,12 @@
 #define CAM_JPEG_QUALITY 14      // lower is better quality (0..63)
 #define CAM_MAX_FPS 12
 #define CAM_HEALTH_WINDOW_MS 1000  // camera_ok: a frame within this window
+
+// ---- what the numbers above must satisfy (checked by `make -C firmware test`) ----
+static_assert(I2C_CLOCK_HZ <= 100000, "the PCF8574 line sensor on the bus is a 100 kHz device");
+static_assert(I2C_TIMEOUT_MS * 1000L >= 3 * MOTOR_BURST_US,
+              "the I2C timeout must let the motor burst finish");
+static_assert(I2C_TIMEOUT_MS <= 2 * SAFETY_TICK_MS, "a stuck bus stalls the safety task at most 2 ticks");
+static_assert(MOTOR_MIN_START_COUNT > 0 && MOTOR_MIN_START_COUNT <= 4095, "a 12-bit count");
+static_assert(SAFETY_WDT_TIMEOUT_MS >= 20 * SAFETY_TICK_MS,
+              "the task watchdog must not fire on a few late ticks");

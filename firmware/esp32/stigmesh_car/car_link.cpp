@@ -5,14 +5,16 @@
 // only for the microseconds of one core call. The time is read inside the
 // lock so that the core never sees time run backwards between two callers
 // (the watchdog treats a backwards clock as elapsed time and disarms).
-// Sockets, formatting and sends happen outside the lock.
+// Sockets, formatting and sends happen outside the lock. Telemetry the tick
+// makes due (a disarm's, the periodic one) is merged into `s_pending` under the
+// same lock, never overwritten, and the command task sends it within its
+// receive timeout (10 ms).
 #include "car_link.h"
 
 #include <Arduino.h>
 #include <WiFi.h>
 #include <esp_timer.h>
 #include <freertos/FreeRTOS.h>
-#include <freertos/queue.h>
 #include <freertos/task.h>
 #include <lwip/sockets.h>
 #include <string.h>
@@ -27,7 +29,25 @@ uint32_t s_boot_nonce = 0;
 
 int s_cmd_sock = -1;
 int s_probe_sock = -1;
-QueueHandle_t s_due = nullptr;  // mailbox: the latest due telemetry destinations
+// Due telemetry destinations not sent yet, guarded by s_car_lock. Between two
+// passes of the command task (10 ms) at most a disarm's two destinations and
+// a new bound controller's can add up; 4 leaves room.
+constexpr uint8_t PENDING_MAX = 4;
+mz01_endpoint s_pending[PENDING_MAX];
+uint8_t s_pending_count = 0;
+
+void merge_pending(const mz01_destinations &due)  // caller holds s_car_lock
+{
+    for (uint8_t i = 0; i < due.count; i++) {
+        bool seen = false;
+        for (uint8_t k = 0; k < s_pending_count; k++) {
+            seen = seen || (s_pending[k].ip == due.to[i].ip && s_pending[k].port == due.to[i].port);
+        }
+        if (!seen && s_pending_count < PENDING_MAX) {
+            s_pending[s_pending_count++] = due.to[i];
+        }
+    }
+}
 
 // Longer than any valid datagram, so a truncated long datagram still reads
 // as the wrong length and is rejected (bad_length / no probe reply).
@@ -69,7 +89,7 @@ void send_to(int sock, const mz01_endpoint &to, const void *data, size_t len)
 }
 
 // Telemetry from UDP 4210 to each destination, from a snapshot of the state.
-void send_telemetry(const mz01_destinations &due)
+void send_telemetry(const mz01_endpoint *to, uint8_t count)
 {
     static char json[MZ01_TELEMETRY_BUF_LEN];  // command task only
     mz01_car snapshot;
@@ -87,8 +107,8 @@ void send_telemetry(const mz01_destinations &due)
     if (len <= 0) {
         return;  // cannot happen with MZ01_TELEMETRY_BUF_LEN; never send a partial object
     }
-    for (uint8_t i = 0; i < due.count; i++) {
-        send_to(s_cmd_sock, due.to[i], json, (size_t)len);
+    for (uint8_t i = 0; i < count; i++) {
+        send_to(s_cmd_sock, to[i], json, (size_t)len);
     }
 }
 
@@ -108,12 +128,18 @@ void command_task(void *)
             res = mz01_car_receive(&s_car, buf, (size_t)n, ip, port, car_uptime_us());
             taskEXIT_CRITICAL(&s_car_lock);
             if (res.telemetry.count > 0) {
-                send_telemetry(res.telemetry);  // the answer to a HELLO
+                send_telemetry(res.telemetry.to, res.telemetry.count);  // HELLO, STOP, ESTOP
             }
         }
-        mz01_destinations due;
-        if (xQueueReceive(s_due, &due, 0) == pdTRUE) {
-            send_telemetry(due);
+        mz01_endpoint due[PENDING_MAX];
+        uint8_t due_count;
+        taskENTER_CRITICAL(&s_car_lock);
+        due_count = s_pending_count;
+        memcpy(due, s_pending, sizeof due);
+        s_pending_count = 0;
+        taskEXIT_CRITICAL(&s_car_lock);
+        if (due_count > 0) {
+            send_telemetry(due, due_count);
         }
     }
 }
@@ -149,9 +175,7 @@ bool car_link_init(uint8_t robot_id, uint32_t boot_nonce, uint32_t token,
                    bool motor_ok, bool camera_ok)
 {
     s_boot_nonce = boot_nonce;
-    s_due = xQueueCreate(1, sizeof(mz01_destinations));
-    return s_due != nullptr &&
-           mz01_car_init(&s_car, robot_id, boot_nonce, token, motor_ok, camera_ok);
+    return mz01_car_init(&s_car, robot_id, boot_nonce, token, motor_ok, camera_ok);
 }
 
 bool car_link_start()
@@ -171,16 +195,13 @@ bool car_link_start()
 
 void car_link_tick(bool motor_ok, bool camera_ok, float *left, float *right)
 {
-    mz01_destinations due;
     taskENTER_CRITICAL(&s_car_lock);
     mz01_car_set_health(&s_car, motor_ok, camera_ok);
-    due = mz01_car_tick(&s_car, car_uptime_us());
+    const mz01_destinations due = mz01_car_tick(&s_car, car_uptime_us());
+    merge_pending(due);  // never blocks the safety task
     *left = s_car.left;
     *right = s_car.right;
     taskEXIT_CRITICAL(&s_car_lock);
-    if (due.count > 0 && s_due != nullptr) {
-        xQueueOverwrite(s_due, &due);  // never blocks the safety task
-    }
 }
 
 uint32_t car_link_boot_nonce()

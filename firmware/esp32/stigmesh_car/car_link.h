@@ -18,9 +18,9 @@ bool car_link_init(uint8_t robot_id, uint32_t boot_nonce, uint32_t token,
 // Opens UDP 4210 and 4211 and starts their tasks on core 0.
 bool car_link_start();
 
-// Called by the safety task every tick: updates health, runs the watchdog
-// and the telemetry schedule (handing due telemetry to the command task
-// without waiting), and returns the wheel duties to apply now.
+// Called by the safety task every tick: updates health, runs the watchdog,
+// the health rule and the telemetry schedule (handing due telemetry to the
+// command task without waiting), and returns the wheel duties to apply now.
 void car_link_tick(bool motor_ok, bool camera_ok, float *left, float *right);
 
 // The boot nonce (for the camera headers and mDNS).

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "car_config.h"
+#include "motor_duty.h"
 
 namespace {
 
@@ -15,6 +16,7 @@ constexpr uint8_t REG_MODE1 = 0x00;
 constexpr uint8_t REG_MODE2 = 0x01;
 constexpr uint8_t REG_LED0_ON_L = 0x06;
 constexpr uint8_t REG_ALL_LED_ON_L = 0xFA;
+constexpr uint8_t REG_ALL_LED_OFF_H = 0xFD;
 constexpr uint8_t REG_PRE_SCALE = 0xFE;
 constexpr uint8_t MODE1_RESTART = 0x80;
 constexpr uint8_t MODE1_AI = 0x20;  // register auto-increment
@@ -58,30 +60,45 @@ void channel_regs(uint16_t count, uint8_t out[4])
     }
 }
 
-uint16_t duty_to_count(float duty)
-{
-    float magnitude = fabsf(duty);
-    if (!(magnitude <= 1.0f)) {  // NaN too; the core never hands one over
-        magnitude = 0.0f;
-    }
-    return (uint16_t)lroundf(magnitude * (float)PWM_MAX);
-}
-
-// One motor: forward = IN1 PWM, IN2 off; backward = the reverse.
+// One motor: forward = IN1 PWM, IN2 off; backward = the reverse. The sign is
+// read from the bit pattern, like everything the count depends on.
 void set_motor(uint16_t counts[16], int in1, int in2, float duty)
 {
-    const uint16_t c = duty_to_count(duty);
-    counts[in1] = duty > 0.0f ? c : 0;
-    counts[in2] = duty < 0.0f ? c : 0;
+    const uint16_t c = motor_duty_to_count(duty, MOTOR_MIN_START_COUNT);
+    const bool backward = signbit(duty);
+    counts[in1] = backward ? 0 : c;
+    counts[in2] = backward ? c : 0;
+}
+
+void wire_begin()
+{
+    Wire.begin(PIN_I2C_SDA, PIN_I2C_SCL, I2C_CLOCK_HZ);
+    Wire.setTimeOut(I2C_TIMEOUT_MS);
+}
+
+void output_enable(bool on)
+{
+#if PIN_PCA9685_OE >= 0
+    pinMode(PIN_PCA9685_OE, OUTPUT);
+    digitalWrite(PIN_PCA9685_OE, on ? LOW : HIGH);  // OE is active low
+#else
+    (void)on;
+#endif
 }
 
 }  // namespace
 
+bool motors_all_off()
+{
+    output_enable(false);
+    wire_begin();
+    // Full-off (bit 4 of LEDn_OFF_H) overrides everything else on a channel;
+    // one register write, whatever MODE1's auto-increment is set to.
+    return write_reg(REG_ALL_LED_OFF_H, FULL_BIT);
+}
+
 bool motors_begin()
 {
-    Wire.begin(PIN_I2C_SDA, PIN_I2C_SCL, I2C_CLOCK_HZ);
-    Wire.setTimeOut(I2C_TIMEOUT_MS);
-
     const uint8_t prescale =
         (uint8_t)((PCA9685_OSC_HZ + 4096UL * PCA9685_PWM_HZ / 2) / (4096UL * PCA9685_PWM_HZ) - 1);
     bool ok = write_reg(REG_MODE1, MODE1_SLEEP | MODE1_AI);  // prescale needs sleep
@@ -98,6 +115,9 @@ bool motors_begin()
     channel_regs(SERVO_CENTER_COUNT, servo + 4);
     static_assert(SERVO_TILT_CHANNEL == SERVO_PAN_CHANNEL + 1, "servo channels adjacent");
     ok = ok && write_regs(REG_LED0_ON_L + 4 * SERVO_PAN_CHANNEL, servo, sizeof servo);
+    if (ok) {
+        output_enable(true);
+    }
     return ok;
 }
 

@@ -4,8 +4,11 @@
 // The safety rules live in the portable core (firmware/core/mz01_core.c,
 // protocol/MZ01.md); this sketch only wires it to the hardware:
 //   core 1: the safety task, every 5 ms (vTaskDelayUntil), highest priority:
-//           core tick (watchdog, telemetry schedule) -> PCA9685 wheels.
-//           It waits on nothing else: not Wi-Fi, not the camera.
+//           core tick (watchdog, health, telemetry schedule) -> PCA9685
+//           wheels. It waits on nothing else: not Wi-Fi, not the camera. It
+//           is subscribed to the task watchdog (a stall resets the chip).
+//   setup(): the PCA9685 all-off write comes first (the chip keeps its duties
+//           across an ESP32 reset).
 //   core 0: UDP 4210 commands + telemetry, UDP 4211 clock probe, MJPEG on
 //           TCP 8080, camera health, mDNS, Wi-Fi: all best-effort.
 //
@@ -14,7 +17,9 @@
 #include <Arduino.h>
 #include <ESPmDNS.h>
 #include <WiFi.h>
+#include <esp_idf_version.h>
 #include <esp_system.h>
+#include <esp_task_wdt.h>
 #if __has_include(<esp_random.h>)
 #include <esp_random.h>  // ESP-IDF 5 (Arduino-ESP32 3.x)
 #endif
@@ -41,13 +46,39 @@ static_assert(SAFETY_TICK_MS * 1000 == MZ01_TICK_US, "MZ01 ticks every 5 ms");
 namespace {
 
 bool s_motor_ok_at_boot = false;
+bool s_watchdog_ok = false;  // the task watchdog is set to panic; set before the task starts
+
+// The task watchdog panics (and so resets the chip) when a subscribed task
+// has not checked in for SAFETY_WDT_TIMEOUT_MS. Only the safety task is
+// subscribed: the idle tasks are not watched, so a busy core 0 cannot reset
+// a car that is fine.
+bool task_watchdog_init()
+{
+#if ESP_IDF_VERSION >= ESP_IDF_VERSION_VAL(5, 0, 0)
+    esp_task_wdt_config_t config = {};
+    config.timeout_ms = SAFETY_WDT_TIMEOUT_MS;
+    config.idle_core_mask = 0;
+    config.trigger_panic = true;
+    esp_err_t err = esp_task_wdt_reconfigure(&config);  // Arduino 3.x starts it
+    if (err == ESP_ERR_INVALID_STATE) {
+        err = esp_task_wdt_init(&config);  // not started by the framework
+    }
+    return err == ESP_OK;
+#else
+    const uint32_t seconds = (SAFETY_WDT_TIMEOUT_MS + 999) / 1000;  // whole seconds here
+    return esp_task_wdt_init(seconds, true) == ESP_OK;
+#endif
+}
 
 // The only task on core 1. Every 5 ms: health in, core tick, wheels out.
 // The motor registers are written at once when the duties change (a STOP or
 // the watchdog zeroes the wheels within one tick) and refreshed at 50 Hz.
+// It checks in with the task watchdog every tick; without a watchdog set to
+// panic on it, it reports the motors unhealthy, so the car refuses ARM.
 void safety_task(void *)
 {
-    bool motor_ok = s_motor_ok_at_boot;
+    const bool watched = s_watchdog_ok && esp_task_wdt_add(nullptr) == ESP_OK;
+    bool motor_ok = s_motor_ok_at_boot && watched;
     bool have_applied = false;
     float applied_left = 0.0f;
     float applied_right = 0.0f;
@@ -55,6 +86,9 @@ void safety_task(void *)
     TickType_t wake = xTaskGetTickCount();
     for (;;) {
         vTaskDelayUntil(&wake, pdMS_TO_TICKS(SAFETY_TICK_MS));
+        if (watched) {
+            esp_task_wdt_reset();
+        }
         const bool camera_ok = camera_healthy(car_uptime_us());
         float left = 0.0f;
         float right = 0.0f;
@@ -62,7 +96,7 @@ void safety_task(void *)
         ticks++;
         const bool changed = !have_applied || left != applied_left || right != applied_right;
         if (changed || ticks % MOTOR_REFRESH_TICKS == 0) {
-            motor_ok = motors_apply(left, right);
+            motor_ok = motors_apply(left, right) && watched;
             if (motor_ok) {  // on an I2C error, retry on the next tick
                 have_applied = true;
                 applied_left = left;
@@ -89,14 +123,28 @@ void advertise(uint32_t boot_nonce)
     MDNS.addServiceTxt("_mz01", "_udp", "boot", boot_txt);
 }
 
+// Stops here for good: motors off (as far as the chip answers), no network.
+[[noreturn]] void halt(const char *why)
+{
+    motors_all_off();
+    for (;;) {
+        Serial.println(why);
+        delay(1000);
+    }
+}
+
 }  // namespace
 
 void setup()
 {
-    Serial.begin(115200);
+    // After a panic, brown-out, watchdog or reset the PCA9685 still drives
+    // the last duties: every output off before anything else runs.
+    const bool off = motors_all_off();
 
-    // Wheels off before anything else can happen.
-    s_motor_ok_at_boot = motors_begin();
+    Serial.begin(115200);
+    Serial.printf("reset reason %d, outputs off: %s\n", (int)esp_reset_reason(),
+                  off ? "yes" : "NO ACK");
+    s_motor_ok_at_boot = off && motors_begin();
     const bool camera_ok = camera_begin();
 
     WiFi.mode(WIFI_STA);
@@ -108,14 +156,18 @@ void setup()
     const uint32_t boot_nonce = esp_random();
     const uint32_t token = esp_random();
     if (!car_link_init(STIGMESH_ROBOT_ID, boot_nonce, token, s_motor_ok_at_boot, camera_ok)) {
-        Serial.println("fatal: car state init failed");
-        for (;;) {
-            delay(1000);
-        }
+        halt("fatal: car state init failed");
     }
-    // The safety task runs from here on, Wi-Fi or not.
-    xTaskCreatePinnedToCore(safety_task, "safety", SAFETY_TASK_STACK, nullptr, SAFETY_TASK_PRIO,
-                            nullptr, SAFETY_TASK_CORE);
+    s_watchdog_ok = task_watchdog_init();
+    if (!s_watchdog_ok) {
+        Serial.println("task watchdog: configuration failed, the car will refuse ARM");
+    }
+    // The safety task runs from here on, Wi-Fi or not. Without it nothing
+    // would run the MZ01 watchdog, so a failed creation stops the car here.
+    if (xTaskCreatePinnedToCore(safety_task, "safety", SAFETY_TASK_STACK, nullptr,
+                                SAFETY_TASK_PRIO, nullptr, SAFETY_TASK_CORE) != pdPASS) {
+        halt("fatal: cannot create the safety task");
+    }
 
     Serial.printf("stigmesh car id %u boot %08lx motor_ok %d camera_ok %d\n",
                   (unsigned)STIGMESH_ROBOT_ID, (unsigned long)boot_nonce, s_motor_ok_at_boot,
