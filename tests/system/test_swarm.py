@@ -16,7 +16,7 @@ import pytest
 
 from agents.core import AgentCore
 from agents.node import replay_inputs
-from protocol.runlog import read_run_log
+from protocol.runlog import read_run_log, rejection
 from protocol.swarm import Kind
 from protocol.swarm.codec import decode_payload
 from protocol.swarm.messages import MAC_LEN
@@ -107,8 +107,10 @@ def test_two_agents_discover_share_and_ignore_a_forger(two_car_swarm: Swarm) -> 
         print(f"{me} accepted from {other}: {dict(got)}")
         assert got["PATCH"] > 0 and got["TRACK"] > 0 and got["HEARTBEAT"] > 0
         assert got["SNAPSHOT"] > 0 and got["PING"] > 0 and got["PONG"] > 0
-        rejected = Counter(line["reason"] for line in log
-                           if line["event"] == "rx" and not line["ok"])
+        rejected: Counter[str] = Counter()
+        for line in log:
+            if (refused := rejection(line)) is not None:
+                rejected[refused[0]] += refused[1]
         print(f"{me} rejected: {dict(rejected)}")
         assert rejected["bad_mac"] >= 40  # the forger's datagrams, each counted
         # Nothing forged reached the belief: no such peer, no fused track from it.
