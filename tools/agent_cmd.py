@@ -1,4 +1,10 @@
-"""``stigmesh agent``: one robot's agent process."""
+"""``stigmesh agent``: one robot's agent process, configured by a robot file and flags.
+
+Every setting of protocol/ROBOT.md is a key of the robot file (``--config``)
+and a flag; a flag given wins over the file, the file over the default.
+``--print-config`` shows the effective settings as a robot file and exits.
+The agent reads its site file and nothing of the simulator.
+"""
 
 from __future__ import annotations
 
@@ -6,64 +12,24 @@ import argparse
 import asyncio
 import socket
 import sys
-from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from agents.belief import FusionRule
-from agents.core import FUSION_NONE
 from agents.net import InterfaceError, resolve_interface
 from agents.runtime import (
-    DEFAULT_SWARM_PORT,
     EXIT_FAILED,
+    EXIT_OK,
     EXIT_USAGE,
     AgentRuntime,
     RuntimeOptions,
     StartupError,
 )
+from protocol.robotfile import KEYS, Key, merge, missing, read_robot, to_toml
+from protocol.site import load_site
 from protocol.swarm.messages import check_name
-from tools.agent_config import agent_config
+from protocol.tomlfile import FileError
+from tools.agent_config import ConfigError, config_from_site, mount_of
 from tools.swarmkey import KeyFileError, read_key
-from worlds.arena import ArenaError, load_arena
-
-FUSIONS = [*(r.value for r in FusionRule), FUSION_NONE]
-
-
-def _peer(text: str) -> tuple[str, tuple[str, int]]:
-    name, sep, where = text.partition("=")
-    host, colon, port = where.rpartition(":")
-    if not (sep and colon and name and host and port.isdigit()):
-        raise argparse.ArgumentTypeError(f"expected NAME=ADDRESS:PORT, got {text!r}")
-    return name, (host, int(port))
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--name", required=True, type=_agent_name,
-                   help="this agent's id, unique in the swarm (A-Z a-z 0-9 . _ -, 1..32)")
-    p.add_argument("--car", required=True, help="the car's address (IPv4 or host name)")
-    p.add_argument("--arena", type=Path, required=True, help="arena file: the map of tags/walls")
-    p.add_argument("--iface", default="lo",
-                   help="network interface or its IPv4 address; default lo (one machine)")
-    p.add_argument("--swarm-key", type=Path, required=True, help="file with the swarm key (hex)")
-    p.add_argument("--run-dir", type=Path, required=True, help="where NAME.jsonl goes")
-    p.add_argument("--swarm", default="stigmesh", help="swarm name (default: stigmesh)")
-    p.add_argument("--port", type=int, default=DEFAULT_SWARM_PORT,
-                   help=f"swarm broadcast port (default {DEFAULT_SWARM_PORT})")
-    p.add_argument("--peer", type=_peer, action="append", default=[], metavar="NAME=ADDR:PORT",
-                   help="a static peer, where multicast does not work (repeatable)")
-    p.add_argument("--no-mdns", action="store_true", help="do not use mDNS discovery")
-    p.add_argument("--fusion", choices=FUSIONS, default=FusionRule.CI.value,
-                   help="how peers' beliefs are fused (default ci)")
-    p.add_argument("--no-reputation", action="store_true", help="fuse every peer unweighted")
-    p.add_argument("--duration", type=float, default=None, help="stop after S seconds")
-    p.add_argument("--car-timeout", type=float, default=5.0,
-                   help="seconds to wait for the car's first telemetry (default 5)")
-    p.add_argument("--sensing", choices=("synthetic", "camera"), default="synthetic",
-                   help="synthetic: observations in simulated telemetry; camera: AprilTag "
-                   "perception on the car's MJPEG stream (default synthetic)")
-    p.add_argument("--tag-map", type=Path, default=None,
-                   help="camera: a tag map / camera mount TOML (default: from the arena)")
-    p.add_argument("--intrinsics", type=Path, default=None,
-                   help="camera: intrinsics from `stigmesh calibrate` (default: the map's)")
 
 
 def _agent_name(text: str) -> str:
@@ -73,51 +39,93 @@ def _agent_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
 
 
+def _peer(text: str) -> str:
+    name, sep, where = text.partition("=")
+    host, colon, port = where.rpartition(":")
+    if not (sep and colon and name and host and port.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected NAME=ADDRESS:PORT, got {text!r}")
+    return text
+
+
+def parse_peer(text: str) -> tuple[str, tuple[str, int]]:
+    name, _, where = text.partition("=")
+    host, _, port = where.rpartition(":")
+    return name, (host, int(port))
+
+
+def _flag(p: argparse.ArgumentParser, key: Key) -> None:
+    kw: dict[str, Any] = {"dest": key.dest, "default": None}
+    default = "" if key.default is None else f" (default {key.default})"
+    if key.kind is bool:
+        p.add_argument(key.flag, action=argparse.BooleanOptionalAction,
+                       help=key.help + default, **kw)
+    elif key.kind is list:
+        p.add_argument(key.flag.rstrip("s"), action="append", type=_peer, metavar="NAME=ADDR:PORT",
+                       help=key.help + " (repeatable)", **kw)
+    else:
+        kind = _agent_name if key.name == "name" else key.kind
+        choices = key.choices or None
+        p.add_argument(key.flag, type=kind, choices=choices, help=key.help + default, **kw)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, default=None,
+                   help="robot file (protocol/ROBOT.md); flags given here win over it")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the effective settings as a robot file and exit")
+    for key in KEYS:
+        _flag(p, key)
+
+
 def _error(message: str) -> None:
     print(f"stigmesh agent: error: {message}", file=sys.stderr)
 
 
+def settings_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The effective settings: flags, then the robot file, then the defaults."""
+    file = read_robot(args.config) if args.config is not None else {}
+    flags = {key.name: getattr(args, key.dest) for key in KEYS}
+    return merge(file, flags)
+
+
 def main(args: argparse.Namespace) -> int:
     try:
-        key = read_key(args.swarm_key)
-        arena = load_arena(args.arena)
-        iface = resolve_interface(args.iface)
-        car = socket.gethostbyname(args.car)
-    except (KeyFileError, ArenaError, InterfaceError) as exc:
+        s = settings_of(args)
+    except FileError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    if args.print_config:
+        sys.stdout.write(to_toml(s))
+        return EXIT_OK
+    unset = missing(s)
+    if unset:
+        _error(f"missing {', '.join(unset)} (or the same keys in --config ROBOT.toml)")
+        return EXIT_USAGE
+    try:
+        check_name(s["name"], "agent name")
+        key = read_key(s["swarm_key"])
+        site = load_site(s["site"])
+        config = config_from_site(site, s)
+        iface = resolve_interface(s["iface"])
+        car = socket.gethostbyname(s["car"])
+        pipeline = _pipeline(site, s) if s["sensing"] == "camera" else None
+    except (KeyFileError, FileError, InterfaceError, ConfigError, ValueError) as exc:
         _error(str(exc))
         return EXIT_USAGE
     except OSError as exc:
-        _error(f"cannot resolve the car address {args.car!r}: {exc}")
+        _error(f"cannot resolve the car address {s['car']!r}: {exc}")
         return EXIT_USAGE
-    config = agent_config(
-        arena, args.name, fusion=args.fusion, use_reputation=not args.no_reputation
-    )
-    pipeline = None
-    if args.sensing == "camera":
-        from agents.perception.pipeline import Pipeline
-        from agents.perception.tagmap import (
-            MapError,
-            load_intrinsics,
-            load_map,
-            map_from_arena,
-        )
-
-        try:
-            tag_map = load_map(args.tag_map) if args.tag_map else map_from_arena(arena)
-            if args.intrinsics is not None:
-                tag_map = replace(tag_map, camera=load_intrinsics(args.intrinsics))
-        except (MapError, OSError) as exc:
-            _error(f"camera map: {exc}")
-            return EXIT_USAGE
-        pipeline = Pipeline(tag_map)
     options = RuntimeOptions(
-        config=config, car=car, iface=iface, key=key, swarm=args.swarm, run_dir=args.run_dir,
-        swarm_port=args.port, static_peers=tuple(args.peer), mdns=not args.no_mdns,
-        duration=args.duration, car_timeout=args.car_timeout, pipeline=pipeline,
+        config=config, car=car, iface=iface, key=key, swarm=s["swarm"], run_dir=s["run_dir"],
+        swarm_port=s["port"], static_peers=tuple(parse_peer(p) for p in s["peers"]),
+        mdns=s["mdns"], duration=s["duration"], car_timeout=s["car_timeout"],
+        pipeline=pipeline, car_id=s["car_id"], status_every=None if s["quiet"] else
+        s["status_every"], control_listen=s["control_listen"],
     )
     print(
-        f"stigmesh agent {args.name}: car {car}, interface {iface.name} ({iface.address}, "
-        f"broadcast {iface.broadcast}:{args.port}), log {args.run_dir / (args.name + '.jsonl')}",
+        f"stigmesh agent {s['name']}: car {car}, site {site.name}, interface {iface.name} "
+        f"({iface.address}, broadcast {iface.broadcast}:{s['port']}), "
+        f"log {s['run_dir'] / (s['name'] + '.jsonl')}",
         flush=True,
     )
     runtime = AgentRuntime(options)
@@ -132,3 +140,13 @@ def main(args: argparse.Namespace) -> int:
     if runtime.fatal is not None:
         _error(f"{runtime.fatal}; the car was stopped (log: {runtime.log.path})")
     return code
+
+
+def _pipeline(site: Any, s: dict[str, Any]) -> Any:
+    from agents.perception.pipeline import Pipeline
+    from agents.perception.tagmap import load_intrinsics, map_from_site
+
+    if s["intrinsics"] is None:
+        raise ConfigError("camera sensing needs the camera's intrinsics: run `stigmesh "
+                          "calibrate` and set intrinsics = FILE in the robot file")
+    return Pipeline(map_from_site(site, load_intrinsics(s["intrinsics"]), mount_of(s)))

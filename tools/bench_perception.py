@@ -31,7 +31,7 @@ import pybullet as p
 
 from agents.camera import decode_gray
 from agents.perception.pipeline import Pipeline
-from agents.perception.tagmap import map_from_arena
+from tools.agent_config import simulated_tag_map
 from worlds.arena import load_arena, shipped_arena
 from worlds.sim import World
 
@@ -61,7 +61,7 @@ def render_frames(n: int, seed: int = 3) -> tuple[list[bytes], Pipeline]:
             frame = world.capture_frame(1, t)
             assert frame is not None
             frames.append(frame.jpeg)
-        return frames, Pipeline(map_from_arena(arena))
+        return frames, Pipeline(simulated_tag_map(arena))
     finally:
         world.close()
 

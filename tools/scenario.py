@@ -34,7 +34,8 @@ from agents.faults import (
     parse_faults,
 )
 from agents.transport import Direction
-from worlds.arena import ARENA_DIR, Arena, ArenaError, line_index, load_arena
+from protocol.tomlfile import line_index
+from worlds.arena import ARENA_DIR, Arena, ArenaError, load_arena
 
 if TYPE_CHECKING:
     from agents.core import AgentConfig

@@ -1,8 +1,12 @@
-"""Arena files: the room, cars, tags, target and sensor model of one world (TOML).
+"""Arena files: a site plus what only the simulator knows (TOML, see worlds/ARENA.md).
 
-:func:`load_arena` reads and validates a file into a frozen :class:`Arena`;
-every problem is an :class:`ArenaError` naming the file, the line and the
-reason. The format is documented in ``worlds/ARENA.md``.
+An arena is a site (protocol/SITE.md: room, tags, obstacles, the target's
+tag) and the simulation-only parts: physics, the car model, sensor noise, the
+simulated camera, the cars and where they start, the target's motion. It
+names its site file (``site = "lab.site.toml"``) or embeds the site's tables.
+:func:`load_arena` reads and validates it into a frozen :class:`Arena`; every
+problem is a :class:`~protocol.tomlfile.FileError` naming the file, the line
+and the reason. Agents never read an arena, only its site.
 """
 
 from __future__ import annotations
@@ -10,43 +14,31 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-import tomllib
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-PathKey = tuple[str | int, ...]
+from protocol import tomlfile
+from protocol.site import (
+    MAX_TAG_ID,
+    SITE_KEYS,
+    Obstacle,
+    Room,
+    Site,
+    SiteTarget,
+    TagSpec,
+    load_site,
+    read_site,
+)
+from protocol.tomlfile import FileError, PathKey, Table
 
-MAX_TAG_ID = 586  # tag36h11 has 587 codes
+ArenaError = FileError  # the one error of the project's files
 CAR_RADIUS = 0.13  # clearance a car needs around its start position, m
 SENSING_MODES = ("synthetic", "camera")
-TOP_KEYS = (
-    "name", "seed", "room", "physics", "car_model", "sensing", "camera",
-    "cars", "tags", "wall_tags", "obstacles", "target",
-)  # fmt: skip
+SIM_KEYS = ("name", "seed", "site", "physics", "car_model", "sensing", "camera", "cars")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 
 
-class ArenaError(ValueError):
-    """An arena file was refused: ``file``, ``line`` (0 when unknown) and ``reason``."""
-
-    def __init__(self, file: str, line: int, reason: str) -> None:
-        self.file = file
-        self.line = line
-        self.reason = reason
-        where = f"{file}:{line}" if line else file
-        super().__init__(f"{where}: {reason}")
-
-
 # -- the model ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Room:
-    size_x: float
-    size_y: float
-    wall_height: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -131,29 +123,6 @@ class CarSpec:
 
 
 @dataclass(frozen=True)
-class TagSpec:
-    """A wall tag: centre, the yaw of its facing normal, the black square's edge."""
-
-    id: int
-    x: float
-    y: float
-    z: float
-    yaw: float
-    size: float
-    measured: bool = True
-
-
-@dataclass(frozen=True)
-class Obstacle:
-    x: float
-    y: float
-    size_x: float
-    size_y: float
-    height: float
-    yaw: float = 0.0
-
-
-@dataclass(frozen=True)
 class Orbit:
     center: tuple[float, float]
     radius: float
@@ -181,6 +150,8 @@ Motion = Orbit | Waypoints | RandomWalk
 
 @dataclass(frozen=True)
 class TargetSpec:
+    """The site's target tag and, in the simulator only, how it moves."""
+
     tag_id: int
     size: float  # black square edge of the tag on each of its four faces
     height: float  # tag centre above the floor
@@ -197,15 +168,25 @@ class Arena:
     name: str
     source: str
     seed: int
-    room: Room
+    site: Site
     physics: Physics
     car_model: CarModel
     sensing: Sensing
     camera: Camera
     cars: tuple[CarSpec, ...]
-    tags: tuple[TagSpec, ...] = ()
-    obstacles: tuple[Obstacle, ...] = ()
     target: TargetSpec | None = None
+
+    @property
+    def room(self) -> Room:
+        return self.site.room
+
+    @property
+    def tags(self) -> tuple[TagSpec, ...]:
+        return self.site.tags
+
+    @property
+    def obstacles(self) -> tuple[Obstacle, ...]:
+        return self.site.obstacles
 
     def car(self, key: int | str) -> CarSpec:
         """A car by id or by name; KeyError if there is none."""
@@ -220,229 +201,10 @@ class Arena:
         return replace(self, sensing=replace(self.sensing, mode=mode))
 
 
-# -- line index ----------------------------------------------------------------
-
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\.\"' ]+?)\s*=")
-
-
-def _split_key(text: str) -> list[str]:
-    return [part.strip().strip("\"'") for part in text.split(".")]
-
-
-def line_index(text: str) -> dict[PathKey, int]:
-    """Map key paths (``("cars", 1, "address")``) to their 1-based line numbers.
-
-    Tables and arrays of tables map too (``("cars", 1)``). Good enough for
-    the files this module accepts: keys on their own lines, no multi-line
-    strings.
-    """
-    index: dict[PathKey, int] = {}
-    counters: dict[tuple[str | int, ...], int] = {}
-    table: PathKey = ()
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        header = _HEADER.match(line)
-        if header and line.startswith("["):
-            names = _split_key(header.group(2))
-            if header.group(1) == "[[":
-                base = _resolve(names[:-1], counters)
-                key = (*base, names[-1])
-                count = counters.get(key, 0)
-                counters[key] = count + 1
-                table = (*key, count)
-            else:
-                table = _resolve(names, counters)
-            index.setdefault(table, number)
-            continue
-        match = _KEY.match(raw)
-        if match and not raw.lstrip().startswith(("[", "]", "{", "}", ",")):
-            path = (*table, *_split_key(match.group(1)))
-            index.setdefault(path, number)
-    return index
-
-
-def _resolve(names: list[str], counters: dict[tuple[str | int, ...], int]) -> PathKey:
-    """A dotted header's path, entering the last element of arrays of tables."""
-    path: PathKey = ()
-    for name in names:
-        path = (*path, name)
-        if path in counters:
-            path = (*path, counters[path] - 1)
-    return path
-
-
-# -- reading with positions ----------------------------------------------------
-
-
-class _Ctx:
-    def __init__(self, file: str, index: dict[PathKey, int]) -> None:
-        self.file = file
-        self.index = index
-
-    def line(self, path: PathKey) -> int:
-        while path:
-            if path in self.index:
-                return self.index[path]
-            path = path[:-1]
-        return 0
-
-    def fail(self, path: PathKey, reason: str) -> ArenaError:
-        return ArenaError(self.file, self.line(path), reason)
-
-
-def _dotted(path: PathKey) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
-    return out
-
-
-class _Table:
-    """One TOML table being read: typed getters that fail with a line number."""
-
-    def __init__(self, ctx: _Ctx, path: PathKey, data: object) -> None:
-        if not isinstance(data, dict):
-            raise ctx.fail(path, f"{_dotted(path) or 'file'} must be a table")
-        self.ctx = ctx
-        self.path = path
-        self.data: dict[str, Any] = data
-        self.used: set[str] = set()
-
-    def _get(self, key: str) -> Any:
-        self.used.add(key)
-        return self.data.get(key)
-
-    def fail(self, key: str, reason: str) -> ArenaError:
-        return self.ctx.fail((*self.path, key), f"{_dotted((*self.path, key))}: {reason}")
-
-    def has(self, key: str) -> bool:
-        return key in self.data
-
-    def number(
-        self,
-        key: str,
-        default: float | None = None,
-        low: float = -math.inf,
-        high: float = math.inf,
-        low_open: bool = False,
-    ) -> float:
-        value = self._get(key)
-        if value is None:
-            if default is None:
-                raise self.fail(key, "is required")
-            return default
-        return self._check_number(key, value, low, high, low_open)
-
-    def _check_number(
-        self, key: str, value: object, low: float, high: float, low_open: bool = False
-    ) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, f"must be a number, got {type(value).__name__}")
-        number = float(value)
-        if not math.isfinite(number):
-            raise self.fail(key, "must be finite")
-        too_low = number <= low if low_open else number < low
-        if too_low or number > high:
-            bracket = "(" if low_open else "["
-            raise self.fail(key, f"{number:g} is outside {bracket}{low:g}, {high:g}]")
-        return number
-
-    def integer(self, key: str, default: int | None = None, low: int = 0, high: int = 2**63) -> int:
-        value = self._get(key)
-        if value is None:
-            if default is None:
-                raise self.fail(key, "is required")
-            return default
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key, f"must be an integer, got {type(value).__name__}")
-        if not low <= value <= high:
-            raise self.fail(key, f"{value} is outside [{low}, {high}]")
-        return value
-
-    def string(self, key: str, default: str | None = None) -> str:
-        value = self._get(key)
-        if value is None:
-            if default is None:
-                raise self.fail(key, "is required")
-            return default
-        if not isinstance(value, str):
-            raise self.fail(key, f"must be a string, got {type(value).__name__}")
-        return value
-
-    def boolean(self, key: str, default: bool) -> bool:
-        value = self._get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self.fail(key, f"must be true or false, got {type(value).__name__}")
-        return value
-
-    def vector(
-        self, key: str, n: int, low: float = -math.inf, high: float = math.inf
-    ) -> tuple[float, ...]:
-        value = self._get(key)
-        if value is None:
-            raise self.fail(key, "is required")
-        if not isinstance(value, list) or len(value) != n:
-            raise self.fail(key, f"must be a list of {n} numbers")
-        return tuple(self._check_number(key, v, low, high) for v in value)
-
-    def points(self, key: str) -> tuple[tuple[float, float], ...]:
-        value = self._get(key)
-        if not isinstance(value, list) or len(value) < 2:
-            raise self.fail(key, "must be a list of at least 2 [x, y] points")
-        out: list[tuple[float, float]] = []
-        for point in value:
-            if not isinstance(point, list) or len(point) != 2:
-                raise self.fail(key, "each point must be [x, y]")
-            x, y = (self._check_number(key, v, -math.inf, math.inf) for v in point)
-            out.append((x, y))
-        return tuple(out)
-
-    def table(self, key: str, required: bool = False) -> _Table | None:
-        value = self._get(key)
-        if value is None:
-            if required:
-                raise self.fail(key, "table is required")
-            return None
-        return _Table(self.ctx, (*self.path, key), value)
-
-    def tables(self, key: str) -> Iterator[_Table]:
-        value = self._get(key)
-        if value is None:
-            return
-        if not isinstance(value, list):
-            raise self.fail(key, "must be an array of tables ([[...]])")
-        for i, item in enumerate(value):
-            yield _Table(self.ctx, (*self.path, key, i), item)
-
-    def only(self, allowed: tuple[str, ...]) -> None:
-        """Refuse keys outside ``allowed`` before reading (a misspelt table name)."""
-        for key in self.data:
-            if key not in allowed:
-                raise self.fail(key, f"unknown key (expected one of {', '.join(allowed)})")
-
-    def done(self) -> None:
-        """Refuse unknown keys: a typo must not silently fall back to a default."""
-        for key in self.data:
-            if key not in self.used:
-                raise self.fail(key, "unknown key")
-
-
 # -- sections ----------------------------------------------------------------
 
 
-def _room(t: _Table) -> Room:
-    sx, sy = t.vector("size", 2, 0.5, 100.0)
-    room = Room(sx, sy, t.number("wall_height", 0.5, 0.1, 5.0))
-    t.done()
-    return room
-
-
-def _physics(t: _Table | None) -> Physics:
+def _physics(t: Table | None) -> Physics:
     if t is None:
         return Physics()
     physics = Physics(t.number("rate_hz", 240.0, 60.0, 2000.0))
@@ -450,7 +212,7 @@ def _physics(t: _Table | None) -> Physics:
     return physics
 
 
-def _car_model(t: _Table | None) -> CarModel:
+def _car_model(t: Table | None) -> CarModel:
     if t is None:
         return CarModel()
     d = CarModel()
@@ -475,7 +237,7 @@ def _car_model(t: _Table | None) -> CarModel:
     return model
 
 
-def _sensing(t: _Table | None) -> Sensing:
+def _sensing(t: Table | None) -> Sensing:
     if t is None:
         return Sensing()
     d = Sensing()
@@ -495,7 +257,7 @@ def _sensing(t: _Table | None) -> Sensing:
     return sensing
 
 
-def _camera(t: _Table | None) -> Camera:
+def _camera(t: Table | None) -> Camera:
     if t is None:
         return Camera()
     d = Camera()
@@ -519,9 +281,11 @@ def _camera(t: _Table | None) -> Camera:
 
 
 SIM_NETWORKS = (ipaddress.IPv4Network("127.0.0.0/8"), ipaddress.IPv4Network("198.18.0.0/15"))
+"""Where tests and demos put simulated cars: loopback, or a test network (RFC 2544)
+inside namespaces a test made. The world serves a car on any address of this machine."""
 
 
-def _car(t: _Table) -> CarSpec:
+def _car(t: Table) -> CarSpec:
     car_id = t.integer("id", None, 1, 255)
     name = t.string("name")
     if not NAME_RE.match(name):
@@ -531,87 +295,20 @@ def _car(t: _Table) -> CarSpec:
         ip = ipaddress.IPv4Address(address)
     except ipaddress.AddressValueError:
         raise t.fail("address", f"{address!r} is not an IPv4 address") from None
-    # A simulated car lives on loopback, or in a test network (198.18.0.0/15, RFC 2544)
-    # inside namespaces a test made: never on the machine's own networks.
-    net = next((n for n in SIM_NETWORKS if ip in n), None)
-    if net is None or ip in (net.network_address, net.broadcast_address):
-        raise t.fail(
-            "address",
-            f"{address} is not a host address in 127.0.0.0/8 (loopback) or 198.18.0.0/15 "
-            "(a test network inside network namespaces)",
-        )
+    if ip.is_unspecified or ip.is_multicast or str(ip).endswith(".255"):
+        raise t.fail("address", f"{address} is not a host address a car can have")
     car = CarSpec(
         car_id,
         name,
         address,
         t.number("x"),
         t.number("y"),
-        math.radians(t.number("heading_deg", 0.0, -360.0, 360.0)),
+        t.angle_deg("heading_deg", 0.0),
     )
     t.done()
     return car
 
-
-def _tag(t: _Table) -> TagSpec:
-    tag = TagSpec(
-        id=t.integer("id", None, 0, MAX_TAG_ID),
-        x=t.number("x"),
-        y=t.number("y"),
-        z=t.number("z", None, 0.0, 10.0),
-        yaw=math.radians(t.number("yaw_deg", None, -360.0, 360.0)),
-        size=t.number("size", None, 0.02, 2.0),
-        measured=t.boolean("measured", True),
-    )
-    t.done()
-    return tag
-
-
-def _wall_tags(t: _Table, room: Room) -> list[TagSpec]:
-    """Tags every ``spacing`` m along the four walls, counter-clockwise from (0, 0).
-
-    South wall (y = 0, facing +y) first, then east, north, west; ids count up
-    from ``first_id``.
-    """
-    spacing = t.number("spacing", None, 0.2, 50.0)
-    z = t.number("z", None, 0.0, room.wall_height)
-    size = t.number("size", None, 0.02, 2.0)
-    first = t.integer("first_id", 0, 0, MAX_TAG_ID)
-    inset = 0.0  # on the wall's inner face (the quad itself sits 3 mm proud)
-    t.done()
-    tags: list[TagSpec] = []
-    walls = (
-        (room.size_x, lambda s: (s, inset), 90.0),
-        (room.size_y, lambda s: (room.size_x - inset, s), 180.0),
-        (room.size_x, lambda s: (room.size_x - s, room.size_y - inset), -90.0),
-        (room.size_y, lambda s: (inset, room.size_y - s), 0.0),
-    )
-    for length, place, yaw in walls:
-        count = max(1, int(length / spacing + 1e-9))
-        offset = (length - (count - 1) * spacing) / 2.0
-        for k in range(count):
-            x, y = place(offset + k * spacing)
-            tag_id = first + len(tags)
-            if tag_id > MAX_TAG_ID:
-                raise t.fail("first_id", f"wall tags would run past id {MAX_TAG_ID}")
-            tags.append(TagSpec(tag_id, x, y, z, math.radians(yaw), size))
-    return tags
-
-
-def _obstacle(t: _Table) -> Obstacle:
-    sx, sy = t.vector("size", 2, 0.01, 100.0)
-    obstacle = Obstacle(
-        x=t.number("x"),
-        y=t.number("y"),
-        size_x=sx,
-        size_y=sy,
-        height=t.number("height", None, 0.01, 10.0),
-        yaw=math.radians(t.number("yaw_deg", 0.0, -360.0, 360.0)),
-    )
-    t.done()
-    return obstacle
-
-
-def _motion(t: _Table) -> Motion:
+def _motion(t: Table) -> Motion:
     kind = t.string("kind")
     motion: Motion
     if kind == "orbit":
@@ -657,15 +354,10 @@ def _motion_extent(motion: Motion) -> tuple[float, float, float, float]:
     return motion.bounds
 
 
-def _target(t: _Table, room: Room) -> TargetSpec:
+def _target(t: Table, site: SiteTarget, room: Room) -> TargetSpec:
     motion_table = t.table("motion", required=True)
     assert motion_table is not None
-    target = TargetSpec(
-        tag_id=t.integer("tag_id", None, 0, MAX_TAG_ID),
-        size=t.number("size", 0.12, 0.02, 1.0),
-        height=t.number("height", 0.21, 0.05, room.wall_height),
-        motion=_motion(motion_table),
-    )
+    target = TargetSpec(site.tag_id, site.size, site.height, _motion(motion_table))
     t.done()
     half = target.body_side / 2.0
     xmin, ymin, xmax, ymax = _motion_extent(target.motion)
@@ -684,18 +376,10 @@ def _inside_obstacle(x: float, y: float, o: Obstacle, margin: float) -> bool:
     return abs(lx) < o.size_x / 2 + margin and abs(ly) < o.size_y / 2 + margin
 
 
-def _cross_check(
-    ctx: _Ctx,
-    *,
-    room: Room,
-    cars: list[CarSpec],
-    tags: list[TagSpec],
-    obstacles: list[Obstacle],
-    target: TargetSpec | None,
-    tag_paths: list[PathKey],
-) -> None:
+def _cross_check(top: Table, site: Site, cars: list[CarSpec]) -> None:
+    src, room = top.source, site.room
     if not cars:
-        raise ctx.fail(("cars",), "an arena needs at least one [[cars]] entry")
+        raise src.fail(("cars",), "an arena needs at least one [[cars]] entry")
     seen: dict[str, dict[object, int]] = {"id": {}, "name": {}, "address": {}}
     for i, car in enumerate(cars):
         path: PathKey = ("cars", i)
@@ -703,99 +387,64 @@ def _cross_check(
             value = getattr(car, key)
             if value in seen[key]:
                 first = seen[key][value]
-                raise ctx.fail((*path, key), f"cars[{i}].{key} {value!r} repeats cars[{first}]")
+                raise src.fail((*path, key), f"cars[{i}].{key} {value!r} repeats cars[{first}]")
             seen[key][value] = i
         m = CAR_RADIUS
         if not (m <= car.x <= room.size_x - m and m <= car.y <= room.size_y - m):
-            raise ctx.fail(
+            raise src.fail(
                 (*path, "x"), f"car {car.name} must start at least {m} m inside the room"
             )
         for j, other in enumerate(cars[:i]):
             if math.hypot(car.x - other.x, car.y - other.y) < 2 * m:
-                raise ctx.fail((*path, "x"), f"car {car.name} starts on top of cars[{j}]")
-        for j, obstacle in enumerate(obstacles):
+                raise src.fail((*path, "x"), f"car {car.name} starts on top of cars[{j}]")
+        for j, obstacle in enumerate(site.obstacles):
             if _inside_obstacle(car.x, car.y, obstacle, m):
-                raise ctx.fail((*path, "x"), f"car {car.name} starts inside obstacles[{j}]")
-    tag_ids: dict[int, PathKey] = {}
-    for tag, path in zip(tags, tag_paths, strict=True):
-        if tag.id in tag_ids:
-            raise ctx.fail((*path, "id"), f"tag id {tag.id} is used twice")
-        tag_ids[tag.id] = path
-        if not (0 <= tag.x <= room.size_x and 0 <= tag.y <= room.size_y):
-            raise ctx.fail((*path, "x"), f"tag {tag.id} is outside the room")
-        if tag.z > room.wall_height:
-            raise ctx.fail((*path, "z"), f"tag {tag.id} is above the walls")
-    if target is not None and target.tag_id in tag_ids:
-        raise ctx.fail(("target", "tag_id"), f"tag id {target.tag_id} is also a wall tag")
-    for j, o in enumerate(obstacles):
-        if not (0 < o.x < room.size_x and 0 < o.y < room.size_y):
-            raise ctx.fail(("obstacles", j, "x"), "obstacle centre is outside the room")
+                raise src.fail((*path, "x"), f"car {car.name} starts inside obstacles[{j}]")
 
 
-def parse_arena(text: str, source: str = "<arena>") -> Arena:
-    """Validate TOML text; ``source`` names it in errors."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        match = re.search(r"at line (\d+)", str(exc))
-        line = int(match.group(1)) if match else 0
-        reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        raise ArenaError(source, line, f"TOML syntax: {reason}") from None
-    ctx = _Ctx(source, line_index(text))
-    top = _Table(ctx, (), data)
-    top.only(TOP_KEYS)
-    name = top.string("name", Path(source).stem or "arena")
-    seed = top.integer("seed", 0, 0, 2**32 - 1)
-    room_table = top.table("room", required=True)
-    assert room_table is not None
-    room = _room(room_table)
-    physics = _physics(top.table("physics"))
-    car_model = _car_model(top.table("car_model"))
-    sensing = _sensing(top.table("sensing"))
-    camera = _camera(top.table("camera"))
-    cars = [_car(t) for t in top.tables("cars")]
-    tags: list[TagSpec] = []
-    tag_paths: list[PathKey] = []
-    wall_table = top.table("wall_tags")
-    if wall_table is not None:
-        generated = _wall_tags(wall_table, room)
-        tags += generated
-        tag_paths += [("wall_tags",)] * len(generated)
-    for t in top.tables("tags"):
-        tags.append(_tag(t))
-        tag_paths.append(t.path)
-    obstacles = [_obstacle(t) for t in top.tables("obstacles")]
-    target_table = top.table("target")
-    target = _target(target_table, room) if target_table is not None else None
-    top.done()
-    _cross_check(
-        ctx, room=room, cars=cars, tags=tags, obstacles=obstacles, target=target,
-        tag_paths=tag_paths,
-    )  # fmt: skip
-    return Arena(
+def read_arena(top: Table) -> Arena:
+    """An arena from its top table (``site = FILE``, or the site's tables embedded)."""
+    name = top.string("name", Path(top.file).stem or "arena")
+    site_file = top.raw("site")
+    if site_file is not None:
+        top.only((*SIM_KEYS, "target"))
+        site = load_site(top.file_path("site"))
+        target_table = top.table("target")
+        if (target_table is None) != (site.target is None):
+            raise top.fail("target", "an arena gives [target.motion] exactly when its site "
+                           "has a [target]")
+    else:
+        top.only((*SIM_KEYS, *SITE_KEYS))
+        site = read_site(top, name, target_done=False)
+        target_table = top.table("target")
+    target = None
+    if target_table is not None and site.target is not None:
+        target = _target(target_table, site.target, site.room)
+    arena = Arena(
         name=name,
-        source=source,
-        seed=seed,
-        room=room,
-        physics=physics,
-        car_model=car_model,
-        sensing=sensing,
-        camera=camera,
-        cars=tuple(cars),
-        tags=tuple(tags),
-        obstacles=tuple(obstacles),
+        source=top.file,
+        seed=top.integer("seed", 0, 0, 2**32 - 1),
+        site=site,
+        physics=_physics(top.table("physics")),
+        car_model=_car_model(top.table("car_model")),
+        sensing=_sensing(top.table("sensing")),
+        camera=_camera(top.table("camera")),
+        cars=tuple(_car(t) for t in top.tables("cars")),
         target=target,
     )
+    top.done()
+    _cross_check(top, site, list(arena.cars))
+    return arena
+
+
+def parse_arena(text: str, source: str = "<arena>", base: Path | None = None) -> Arena:
+    """Validate TOML text; ``source`` names it in errors, ``base`` anchors a site file."""
+    return read_arena(tomlfile.parse(text, source, base))
 
 
 def load_arena(path: str | Path) -> Arena:
-    """Read and validate an arena file; raises :class:`ArenaError`."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ArenaError(str(p), 0, f"cannot read: {exc}") from None
-    return parse_arena(text, str(p))
+    """Read and validate an arena file; raises :class:`FileError`."""
+    return read_arena(tomlfile.read(path))
 
 
 ARENA_DIR = Path(__file__).resolve().parent / "arenas"
@@ -804,3 +453,11 @@ ARENA_DIR = Path(__file__).resolve().parent / "arenas"
 def shipped_arena(name: str) -> Path:
     """The path of a shipped arena, e.g. ``shipped_arena("two_cars")``."""
     return ARENA_DIR / f"{name}.toml"
+
+
+__all__ = [
+    "ARENA_DIR", "CAR_RADIUS", "MAX_TAG_ID", "SENSING_MODES", "SIM_NETWORKS", "Arena",
+    "ArenaError", "Camera", "CarModel", "CarSpec", "FileError", "Motion", "Obstacle", "Orbit",
+    "Physics", "RandomWalk", "Room", "Sensing", "Site", "TagSpec", "TargetSpec", "Waypoints",
+    "load_arena", "parse_arena", "read_arena", "shipped_arena",
+]  # fmt: skip

@@ -13,13 +13,14 @@ A :class:`Transform` ``T_a_b`` maps coordinates in frame b to frame a.
 **Measured or nothing.** A tag or a camera mount whose entry is not marked
 ``measured`` yields no transform (``None``), never an identity or a default:
 an unsurveyed position used as if it were known is exactly the guess this
-project refuses. In an arena file ``measured`` defaults to true (the world's
-positions are exact by construction); in a separate map file (a real room) it
-defaults to false and must be stated entry by entry.
+project refuses. A site writes a tag's pose as its measurement (``measured``
+defaults to true there; write false for a tag whose pose you do not know); a
+robot file must say ``mount.measured = true`` itself.
 
-Sources: :func:`map_from_arena` (anything shaped like ``worlds.arena.Arena``;
-agents do not import ``worlds``) and :func:`load_map` / :func:`parse_map` for
-a TOML map of a real room::
+Sources: :func:`map_from_site`: the site (protocol/SITE.md: tags, target,
+robot tags) with this robot's lens (a calibration file, :func:`load_intrinsics`)
+and camera mount (its robot file, protocol/ROBOT.md). A site's old "map file"
+form looked like this (the same keys now live in the site and robot files)::
 
     calibration = "walnut_camera.toml"   # or an inline [camera] table
     [mount]                  # the camera on the car
@@ -56,28 +57,18 @@ table: ``width, height, fx, fy, cx, cy`` and ``dist = [k1, k2, p1, p2, k3]``.
 from __future__ import annotations
 
 import math
-import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from protocol import tomlfile
+from protocol.site import Site
+
 FloatArray = npt.NDArray[np.float64]
-
-MAX_TAG_ID = 586  # tag36h11 has 587 codes
-
-
-class MapError(ValueError):
-    """A map or calibration file was refused; ``reason`` says why and where."""
-
-    def __init__(self, source: str, reason: str) -> None:
-        self.source = source
-        self.reason = reason
-        super().__init__(f"{source}: {reason}")
 
 
 # --------------------------------------------------------------------------- geometry
@@ -309,314 +300,50 @@ class TagMap:
         return out
 
 
-# --------------------------------------------------------------------------- from an arena
+# --------------------------------------------------------------------------- from a site
 
 
-class _CarModelLike(Protocol):
-    @property
-    def camera_forward(self) -> float: ...
-    @property
-    def camera_height(self) -> float: ...
-
-
-class _CameraLike(Protocol):
-    @property
-    def width(self) -> int: ...
-    @property
-    def height(self) -> int: ...
-    @property
-    def fx(self) -> float: ...
-    @property
-    def fy(self) -> float: ...
-    @property
-    def cx(self) -> float: ...
-    @property
-    def cy(self) -> float: ...
-    @property
-    def k1(self) -> float: ...
-    @property
-    def k2(self) -> float: ...
-
-
-class _TagLike(Protocol):
-    @property
-    def id(self) -> int: ...
-    @property
-    def x(self) -> float: ...
-    @property
-    def y(self) -> float: ...
-    @property
-    def z(self) -> float: ...
-    @property
-    def yaw(self) -> float: ...
-    @property
-    def size(self) -> float: ...
-    @property
-    def measured(self) -> bool: ...
-
-
-class _TargetLike(Protocol):
-    @property
-    def tag_id(self) -> int: ...
-    @property
-    def size(self) -> float: ...
-    @property
-    def body_side(self) -> float: ...
-
-
-class ArenaLike(Protocol):
-    """The parts of ``worlds.arena.Arena`` a map is made from."""
-
-    @property
-    def car_model(self) -> _CarModelLike: ...
-    @property
-    def camera(self) -> _CameraLike: ...
-    @property
-    def tags(self) -> Sequence[_TagLike]: ...
-    @property
-    def target(self) -> _TargetLike | None: ...
-
-
-def map_from_arena(arena: ArenaLike) -> TagMap:
-    """The map an agent in a simulated arena may use.
-
-    In simulation the camera mount and the lens are exact, so they are
-    measured; each wall tag keeps its own ``measured`` flag.
-    """
-    cam, model = arena.camera, arena.car_model
-    intrinsics = Intrinsics(
-        cam.width, cam.height, cam.fx, cam.fy, cam.cx, cam.cy, (cam.k1, cam.k2, 0.0, 0.0)
-    )
-    mount = CameraMount(model.camera_forward, model.camera_height, measured=True)
+def map_from_site(site: Site, camera: Intrinsics, mount: CameraMount) -> TagMap:
+    """What the perception pipeline of one robot may assume: the site's tags (each
+    keeps its ``measured`` flag), its target and robot tags, this robot's lens and mount."""
     tags = {
-        t.id: WorldTag(t.id, t.size, t.x, t.y, t.z, t.yaw, measured=t.measured) for t in arena.tags
+        t.id: WorldTag(t.id, t.size, t.x, t.y, t.z, t.yaw, measured=t.measured) for t in site.tags
     }
     target = None
-    if arena.target is not None:
-        tgt = arena.target
-        target = TargetTag(tgt.tag_id, tgt.size, tgt.body_side / 2.0)
-    return TagMap(intrinsics, mount, tags, target)
+    if site.target is not None:
+        g = site.target
+        target = TargetTag(g.tag_id, g.size, g.axis_offset)
+    robot_tags = {
+        r.tag_id: RobotTag(r.robot, r.tag_id, r.size, r.forward, r.left, r.height, r.yaw,
+                           r.measured)
+        for r in site.robot_tags
+    }
+    return TagMap(camera, mount, tags, target, robot_tags)
 
 
-# --------------------------------------------------------------------------- TOML files
-
-
-class _Reader:
-    """Typed access to one TOML table, with errors naming the file and key path."""
-
-    def __init__(self, source: str, path: str, data: object) -> None:
-        if not isinstance(data, dict):
-            raise MapError(source, f"{path or 'file'} must be a table")
-        self.source, self.path, self.data = source, path, data
-        self.used: set[str] = set()
-
-    def _where(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
-
-    def _raw(self, key: str) -> Any:
-        self.used.add(key)
-        return self.data.get(key)
-
-    def number(
-        self, key: str, required: bool = True, low: float = -math.inf, high: float = math.inf
-    ) -> float | None:
-        value = self._raw(key)
-        if value is None:
-            if required:
-                raise MapError(self.source, f"{self._where(key)} is required")
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise MapError(self.source, f"{self._where(key)} must be a number")
-        f = float(value)
-        if not math.isfinite(f) or not low <= f <= high:
-            raise MapError(self.source, f"{self._where(key)} = {value} is outside [{low}, {high}]")
-        return f
-
-    def req(self, key: str, low: float = -math.inf, high: float = math.inf) -> float:
-        value = self.number(key, True, low, high)
-        assert value is not None
-        return value
-
-    def integer(self, key: str, low: int, high: int) -> int:
-        value = self._raw(key)
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise MapError(self.source, f"{self._where(key)} must be an integer in [{low}, {high}]")
-        return value
-
-    def boolean(self, key: str, default: bool) -> bool:
-        value = self._raw(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise MapError(self.source, f"{self._where(key)} must be true or false")
-        return value
-
-    def string(self, key: str) -> str:
-        value = self._raw(key)
-        if not isinstance(value, str) or not value:
-            raise MapError(self.source, f"{self._where(key)} must be a non-empty string")
-        return value
-
-    def angle(self, key: str, required: bool) -> float | None:
-        deg = self.number(key, required, -360.0, 360.0)
-        return None if deg is None else math.radians(deg)
-
-    def tables(self, key: str) -> list[_Reader]:
-        value = self._raw(key)
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise MapError(self.source, f"{self._where(key)} must be an array of tables")
-        return [_Reader(self.source, f"{self._where(key)}[{i}]", v) for i, v in enumerate(value)]
-
-    def table(self, key: str) -> _Reader | None:
-        value = self._raw(key)
-        return None if value is None else _Reader(self.source, self._where(key), value)
-
-    def done(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
-        if unknown:
-            raise MapError(self.source, f"unknown key {self._where(unknown[0])}")
-
-
-def _intrinsics(r: _Reader) -> Intrinsics:
-    width = r.integer("width", 1, 10000)
-    height = r.integer("height", 1, 10000)
-    fx, fy = r.req("fx", 1e-6), r.req("fy", 1e-6)
-    cx, cy = r.req("cx"), r.req("cy")
-    raw = r._raw("dist")
-    if raw is None:
-        raise MapError(r.source, f"{r._where('dist')} is required ([k1, k2, p1, p2, k3])")
-    if not isinstance(raw, list) or len(raw) not in (4, 5, 8):
-        raise MapError(r.source, f"{r._where('dist')} must be a list of 4, 5 or 8 numbers")
-    dist: list[float] = []
-    for v in raw:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            raise MapError(r.source, f"{r._where('dist')} must hold finite numbers")
-        dist.append(float(v))
-    for key in ("rms_px", "views", "image_size_checked", "created"):
-        r._raw(key)  # informational fields of a calibration file
-    r.done()
-    return Intrinsics(width, height, fx, fy, cx, cy, tuple(dist))
-
-
-def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
-    source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MapError(source, f"cannot read: {exc}") from None
-    try:
-        return source, tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise MapError(source, f"TOML syntax: {exc}") from None
+def intrinsics_toml(cam: Intrinsics) -> str:
+    """A calibration file holding ``cam`` (what :func:`load_intrinsics` reads)."""
+    dist = ", ".join(repr(d) for d in cam.dist)
+    return (f"[camera]\nwidth = {cam.width}\nheight = {cam.height}\nfx = {cam.fx!r}\n"
+            f"fy = {cam.fy!r}\ncx = {cam.cx!r}\ncy = {cam.cy!r}\ndist = [{dist}]\n")
 
 
 def load_intrinsics(path: str | Path) -> Intrinsics:
-    """The ``[camera]`` table of a calibration file; raises :class:`MapError`."""
-    source, data = _read_toml(Path(path))
-    top = _Reader(source, "", data)
-    cam = top.table("camera")
-    if cam is None:
-        raise MapError(source, "no [camera] table")
-    intrinsics = _intrinsics(cam)
+    """The ``[camera]`` table of a calibration file (``stigmesh calibrate``);
+    raises :class:`~protocol.tomlfile.FileError`."""
+    top = tomlfile.read(path)
+    cam = top.table("camera", required=True)
+    assert cam is not None
+    width = cam.integer("width", None, 1, 10000)
+    height = cam.integer("height", None, 1, 10000)
+    fx, fy = cam.number("fx", None, 1e-6), cam.number("fy", None, 1e-6)
+    cx, cy = cam.number("cx"), cam.number("cy")
+    raw = cam.raw("dist")
+    if not isinstance(raw, list) or len(raw) not in (4, 5, 8):
+        raise cam.fail("dist", "must be a list of 4, 5 or 8 numbers ([k1, k2, p1, p2, k3])")
+    dist = tuple(cam.check_number("dist", v, -math.inf, math.inf) for v in raw)
+    for key in ("rms_px", "views", "image_size_checked", "created"):
+        cam.raw(key)  # informational fields of a calibration file
+    cam.done()
     top.done()
-    return intrinsics
-
-
-def _world_tag(r: _Reader) -> WorldTag:
-    measured = r.boolean("measured", False)
-    tag = WorldTag(
-        id=r.integer("id", 0, MAX_TAG_ID),
-        size=r.req("size", 0.005, 5.0),
-        x=r.number("x", measured),
-        y=r.number("y", measured),
-        z=r.number("z", measured, -1.0, 20.0),
-        yaw=r.angle("yaw_deg", measured),
-        measured=measured,
-    )
-    r.done()
-    return tag
-
-
-def _robot_tag(r: _Reader) -> RobotTag:
-    measured = r.boolean("measured", False)
-    tag = RobotTag(
-        robot=r.string("robot"),
-        tag_id=r.integer("tag_id", 0, MAX_TAG_ID),
-        size=r.req("size", 0.005, 5.0),
-        forward=r.number("forward", measured, -2.0, 2.0),
-        left=r.number("left", measured, -2.0, 2.0),
-        height=r.number("height", measured, 0.0, 3.0),
-        yaw=r.angle("yaw_deg", measured),
-        measured=measured,
-    )
-    r.done()
-    return tag
-
-
-def _unique(source: str, what: str, ids: Iterable[int]) -> None:
-    seen: set[int] = set()
-    for i in ids:
-        if i in seen:
-            raise MapError(source, f"{what} id {i} appears twice")
-        seen.add(i)
-
-
-def parse_map(data: Mapping[str, Any], source: str = "<map>", base: Path | None = None) -> TagMap:
-    """A :class:`TagMap` from parsed TOML; ``base`` resolves a relative ``calibration``."""
-    top = _Reader(source, "", dict(data))
-    cam_table = top.table("camera")
-    calibration = top._raw("calibration")
-    if (cam_table is None) == (calibration is None):
-        raise MapError(source, "give exactly one of [camera] or calibration = FILE")
-    if cam_table is not None:
-        camera = _intrinsics(cam_table)
-    else:
-        if not isinstance(calibration, str) or not calibration:
-            raise MapError(source, "calibration must be a file name")
-        path = Path(calibration)
-        if not path.is_absolute() and base is not None:
-            path = base / path
-        camera = load_intrinsics(path)
-    m = top.table("mount")
-    if m is None:
-        raise MapError(source, "no [mount] table (the camera on the car)")
-    mount = CameraMount(
-        forward=m.req("forward", -2.0, 2.0),
-        height=m.req("height", 0.0, 3.0),
-        yaw=m.angle("yaw_deg", False) or 0.0,
-        pitch=m.angle("pitch_deg", False) or 0.0,
-        roll=m.angle("roll_deg", False) or 0.0,
-        measured=m.boolean("measured", False),
-    )
-    m.done()
-    target = None
-    t = top.table("target")
-    if t is not None:
-        target = TargetTag(
-            t.integer("tag_id", 0, MAX_TAG_ID), t.req("size", 0.005, 5.0), t.req("axis_offset", 0.0)
-        )
-        t.done()
-    tags = [_world_tag(r) for r in top.tables("tags")]
-    robot_tags = [_robot_tag(r) for r in top.tables("robot_tags")]
-    top.done()
-    _unique(source, "tag", (tag.id for tag in tags))
-    _unique(source, "robot tag", (tag.tag_id for tag in robot_tags))
-    try:
-        return TagMap(
-            camera,
-            mount,
-            {tag.id: tag for tag in tags},
-            target,
-            {tag.tag_id: tag for tag in robot_tags},
-        )
-    except ValueError as exc:
-        raise MapError(source, str(exc)) from None
-
-
-def load_map(path: str | Path) -> TagMap:
-    """Read and validate a map file; raises :class:`MapError`."""
-    p = Path(path)
-    source, data = _read_toml(p)
-    return parse_map(data, source, p.parent)
+    return Intrinsics(width, height, fx, fy, cx, cy, dist)

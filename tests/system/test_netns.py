@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 from protocol.runlog import read_run_log
+from protocol.site import site_to_toml
 from tests.system.conftest import private_swarm_args
 from tools.swarmkey import write_key
-from worlds.arena import shipped_arena
+from worlds.arena import load_arena, shipped_arena
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -106,6 +107,8 @@ def _spawn(ns: str, out: Path, *args: str) -> subprocess.Popen[bytes]:
 def test_agents_in_their_own_namespaces_discover_and_share(net: Net, tmp_path: Path) -> None:
     arena = tmp_path / "two_cars.toml"
     arena.write_text(shipped_arena("two_cars").read_text().replace("127.0.2.", "198.18.2."))
+    site = tmp_path / "site.toml"  # what the agents read: never the arena
+    site.write_text(site_to_toml(load_arena(arena).site))
     for car in ("198.18.2.1", "198.18.2.2"):
         net.run(net.hub, "addr", "add", f"{car}/16", "brd", "+", "dev", "br0")
     spaces = {"walnut": net.add_host(1, "198.18.0.1"), "hazel": net.add_host(2, "198.18.0.2")}
@@ -124,7 +127,7 @@ def test_agents_in_their_own_namespaces_discover_and_share(net: Net, tmp_path: P
         for index, (name, ns) in enumerate(spaces.items(), start=1):
             procs.append(_spawn(
                 ns, run / f"{name}.out", "agent", "--name", name,
-                "--car", f"198.18.2.{index}", "--arena", str(arena), "--iface", f"veth{index}",
+                "--car", f"198.18.2.{index}", "--site", str(site), "--iface", f"veth{index}",
                 "--swarm-key", str(key), "--run-dir", str(run), "--duration", "14", *args,
             ))
         for proc, name in zip(procs[1:], spaces, strict=True):

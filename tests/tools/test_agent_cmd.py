@@ -5,17 +5,21 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
+from protocol.site import site_to_toml
 from tests.support.carserver import ModelCar, free_address
 from tools.swarmkey import write_key
-from worlds.arena import shipped_arena
+from worlds.arena import load_arena, shipped_arena
 
 
 def agent(tmp: Path, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    site = tmp / "site.toml"
+    site.write_text(site_to_toml(load_arena(shipped_arena("two_cars")).site))
     return subprocess.run(
         [sys.executable, "-m", "tools.cli", "agent", "--name", "walnut",
-         "--arena", str(shipped_arena("two_cars")), "--run-dir", str(tmp / "run"),
+         "--site", str(site), "--run-dir", str(tmp / "run"),
          "--no-mdns", "--port", "0", *args],
         capture_output=True, text=True, timeout=timeout, check=False,
     )
@@ -66,3 +70,43 @@ def test_a_car_held_by_another_agent_names_the_holder(tmp_path: Path) -> None:
             holder.wait(5)
     assert result.returncode == 4, result.stderr
     assert f"PID {holder.pid}" in result.stderr
+
+
+def test_robot_file_flags_win_and_print_config(tmp_path: Path) -> None:
+    key = tmp_path / "swarm.key"
+    write_key(key)
+    robot = tmp_path / "walnut.robot.toml"
+    robot.write_text(f'name = "walnut"\ncar = "192.168.1.50"\nsite = "site.toml"\n'
+                     f'swarm_key = "{key}"\nfusion = "naive"\n\n[drive]\ndeadband = 0.35\n')
+    result = agent(tmp_path, "--config", str(robot), "--fusion", "ci", "--print-config")
+    assert result.returncode == 0, result.stderr
+    printed = tomllib.loads(result.stdout)
+    assert printed["fusion"] == "ci"  # the flag wins
+    assert printed["car"] == "192.168.1.50" and printed["drive"]["deadband"] == 0.35
+    assert printed["site"] == str(tmp_path / "site.toml")  # beside the robot file
+
+
+def test_robot_file_refuses_unknown_keys_with_line_and_a_suggestion(tmp_path: Path) -> None:
+    robot = tmp_path / "walnut.robot.toml"
+    robot.write_text('name = "walnut"\ncar = "127.0.0.1"\n\n[drive]\ndeadbnd = 0.3\n')
+    result = agent(tmp_path, "--config", str(robot))
+    assert result.returncode == 2
+    assert f"{robot}:5: drive.deadbnd: unknown key (did you mean 'deadband'?)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_settings_and_a_site_without_target_are_one_line_errors(tmp_path: Path) -> None:
+    bare = subprocess.run([sys.executable, "-m", "tools.cli", "agent", "--name", "walnut"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert bare.returncode == 2 and "missing --car, --site, --swarm-key" in bare.stderr
+    key = tmp_path / "swarm.key"
+    write_key(key)
+    site = tmp_path / "empty.toml"
+    site.write_text('name = "empty"\n[room]\nsize = [3.0, 3.0]\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.cli", "agent", "--name", "walnut", "--car", "127.0.0.1",
+         "--site", str(site), "--swarm-key", str(key), "--run-dir", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+    assert result.returncode == 2 and "has no [target]" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -51,8 +51,8 @@ def test_footprint_overlap_from_truth() -> None:
     # a tall box one metre ahead hides what is behind it; a low one hides nothing
     t = np.array([0.0])
     open_view = sweep.camera_footprints(same, ARENA, "a", t)[0].size
-    tall = replace(ARENA, obstacles=(Obstacle(3.6, 2.5, 0.2, 1.0, 0.6),))
-    low = replace(ARENA, obstacles=(Obstacle(3.6, 2.5, 0.2, 1.0, 0.1),))
+    tall = replace(ARENA, site=replace(ARENA.site, obstacles=(Obstacle(3.6, 2.5, 0.2, 1.0, 0.6),)))
+    low = replace(ARENA, site=replace(ARENA.site, obstacles=(Obstacle(3.6, 2.5, 0.2, 1.0, 0.1),)))
     assert sweep.camera_footprints(same, tall, "a", t)[0].size < 0.8 * open_view
     assert sweep.camera_footprints(same, low, "a", t)[0].size == open_view
 

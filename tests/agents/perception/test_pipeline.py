@@ -25,9 +25,10 @@ from agents.perception.pipeline import (
     PredictedPose,
 )
 from agents.perception.pose import AMBIGUOUS
-from agents.perception.tagmap import CameraMount, TagMap, map_from_arena
+from agents.perception.tagmap import CameraMount, TagMap
 from protocol.mz01 import Command, Kind, encode_command
 from tests.agents.perception.scenes import Studio, pose_error, two_cars_camera, wall_arena
+from tools.agent_config import simulated_tag_map
 from worlds.sim import PORT_COMMAND, World
 
 OBLIQUE = (0.8, 1.3, math.radians(139.0))  # sees tags 20, 21, 22 of the wall arena, none ambiguous
@@ -57,7 +58,7 @@ def _shifted(tag_map: TagMap, tag_id: int, dy: float) -> TagMap:
 
 def test_localization_error_within_2_m_of_a_tag(room: Studio):
     """Median and 95th percentile of the pose-fix error on frames within 2 m of a tag."""
-    tag_map = map_from_arena(room.arena)
+    tag_map = simulated_tag_map(room.arena)
     pipeline = Pipeline(tag_map)
     rng = np.random.default_rng(2024)
     size = room.arena.room.size_x
@@ -108,7 +109,7 @@ def test_localization_error_within_2_m_of_a_tag(room: Studio):
 
 
 def test_ambiguity_flag_on_a_fronto_parallel_far_tag(room: Studio):
-    pipeline = Pipeline(map_from_arena(room.arena))
+    pipeline = Pipeline(simulated_tag_map(room.arena))
     # square in front of the south wall's tag 1 (x = 1.875), 2.2 m away, facing it
     shot = room.shoot(1.875, 2.2, -math.pi / 2)
     result = pipeline.process(shot.gray, shot.t, True)
@@ -125,7 +126,7 @@ def test_ambiguity_flag_on_a_fronto_parallel_far_tag(room: Studio):
 
 
 def test_ambiguous_tag_resolved_by_the_prediction(room: Studio):
-    pipeline = Pipeline(map_from_arena(room.arena))
+    pipeline = Pipeline(simulated_tag_map(room.arena))
     shot = room.shoot(2.3, 1.3, -math.pi / 2 + 0.1)  # tag 1 nearly square on, tag 2 aslant
     plain = pipeline.process(shot.gray, shot.t, True)
     reasons = {t.tag_id: t.reason for t in plain.record.tags}
@@ -147,7 +148,7 @@ def test_ambiguous_tag_resolved_by_the_prediction(room: Studio):
 
 
 def test_mis_mapped_tag_is_excluded_by_the_clique_consensus(wall: Studio):
-    tag_map = _shifted(map_from_arena(wall.arena), 22, 0.4)  # the map puts tag 22 0.4 m off
+    tag_map = _shifted(simulated_tag_map(wall.arena), 22, 0.4)  # the map puts tag 22 0.4 m off
     result = Pipeline(tag_map).process(wall.shoot(*OBLIQUE).gray, wall.t, True)
     outcomes = {t.tag_id: t.reason for t in result.record.tags}
     assert outcomes == {20: "", 21: "", 22: OUTLIER}
@@ -161,7 +162,7 @@ def test_mis_mapped_tag_is_excluded_by_the_clique_consensus(wall: Studio):
 
 
 def test_two_contradictory_equal_cliques_give_no_pose(wall: Studio):
-    tag_map = _shifted(map_from_arena(wall.arena), 22, 0.4)
+    tag_map = _shifted(simulated_tag_map(wall.arena), 22, 0.4)
     tags = dict(tag_map.tags)
     tags[21] = replace(tags[21], measured=False)  # only 20 and 22 vote, and they disagree
     pipeline = Pipeline(replace(tag_map, tags=tags))
@@ -178,7 +179,7 @@ def test_two_contradictory_equal_cliques_give_no_pose(wall: Studio):
 def test_unmeasured_tag_in_the_arena_gives_no_transform_and_no_vote():
     studio = Studio(wall_arena(tag21_measured=False))
     try:
-        tag_map = map_from_arena(studio.arena)
+        tag_map = simulated_tag_map(studio.arena)
         assert tag_map.world_transform(21) is None
         assert 21 not in tag_map.landmarks()
         result = Pipeline(tag_map).process(studio.shoot(*OBLIQUE).gray, studio.t, True)
@@ -191,7 +192,7 @@ def test_unmeasured_tag_in_the_arena_gives_no_transform_and_no_vote():
 
 
 def test_unmeasured_camera_mount_yields_nothing(wall: Studio):
-    tag_map = map_from_arena(wall.arena)
+    tag_map = simulated_tag_map(wall.arena)
     unmeasured = replace(tag_map, mount=CameraMount(0.05, 0.2125, measured=False))
     result = Pipeline(unmeasured).process(wall.shoot(*OBLIQUE).gray, wall.t, True)
     assert result.batch is not None
@@ -202,7 +203,7 @@ def test_unmeasured_camera_mount_yields_nothing(wall: Studio):
 
 def test_target_range_and_bearing(wall: Studio):
     """The target's column axis, from the camera's optical centre, in the car frame."""
-    pipeline = Pipeline(map_from_arena(wall.arena))
+    pipeline = Pipeline(simulated_tag_map(wall.arena))
     state = wall.world.target_state
     assert state is not None
     errors = []
@@ -228,14 +229,14 @@ def test_target_range_and_bearing(wall: Studio):
 
 def test_frame_of_the_wrong_size_is_refused():
     arena = wall_arena()
-    pipeline = Pipeline(map_from_arena(arena))
+    pipeline = Pipeline(simulated_tag_map(arena))
     result = pipeline.process(np.zeros((480, 640), np.uint8), 1.0, True)
     assert result.batch is None and result.record.frame_reason == FRAME_SIZE
     assert pipeline.counters[FRAME_SIZE] == 1
 
 
 def test_undistorted_detection_agrees(wall: Studio):
-    tag_map = map_from_arena(wall.arena)
+    tag_map = simulated_tag_map(wall.arena)
     shot = wall.shoot(*OBLIQUE)
     raw = Pipeline(tag_map).process(shot.gray, shot.t, True).batch
     flat = Pipeline(tag_map, PipelineParams(undistort_image=True)).process(shot.gray, shot.t, True)
@@ -251,7 +252,7 @@ def test_frames_from_a_driving_car_keep_the_ekf_localized():
     arena = two_cars_camera()
     world = World(arena, t0=0.0)
     try:
-        tag_map = map_from_arena(arena)
+        tag_map = simulated_tag_map(arena)
         pipeline = Pipeline(tag_map)
         cm = arena.car_model
         drive = DriveModel(cm.effective_track, cm.max_wheel_speed, cm.duty_deadband)

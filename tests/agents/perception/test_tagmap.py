@@ -1,9 +1,8 @@
-"""The tag map: measured entries give transforms, unmeasured ones give nothing."""
+"""The tag map: a site's measured entries give transforms, unmeasured ones give nothing."""
 
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -11,31 +10,29 @@ import pytest
 
 from agents.perception.tagmap import (
     CameraMount,
-    MapError,
+    Intrinsics,
     RobotTag,
     TagMap,
     TagRole,
     Transform,
     WorldTag,
     load_intrinsics,
-    load_map,
-    map_from_arena,
-    parse_map,
+    map_from_site,
 )
+from protocol.site import parse_site
+from protocol.tomlfile import FileError
+from tools.agent_config import simulated_tag_map
 from worlds.arena import load_arena, shipped_arena
 
-MAP = """\
-calibration = "cam.toml"
+SITE = """\
+name = "lab"
 
-[mount]
-forward = 0.05
-height = 0.2125
-measured = true
+[room]
+size = [5.0, 5.0]
 
 [target]
 tag_id = 100
 size = 0.12
-axis_offset = 0.075
 
 [[tags]]
 id = 0
@@ -44,18 +41,13 @@ y = 0.0
 z = 0.21
 yaw_deg = 90
 size = 0.2
-measured = true
 
-[[tags]]          # surveyed once, never confirmed: not marked measured
+[[tags]]          # surveyed once, never confirmed
 id = 1
 x = 1.875
 y = 0.0
 z = 0.21
 yaw_deg = 90
-size = 0.2
-
-[[tags]]          # a placeholder: no position at all
-id = 2
 size = 0.2
 measured = false
 
@@ -67,7 +59,6 @@ forward = -0.06
 left = 0.0
 height = 0.12
 yaw_deg = 180
-measured = true
 """
 
 CALIBRATION = """\
@@ -82,28 +73,20 @@ dist = [-0.11, 0.018, 0.0, 0.0, 0.0]
 rms_px = 0.4
 views = 17
 """
+CAMERA = Intrinsics(320, 240, 250.0, 250.0, 160.0, 120.0)
 
 
-def _write(tmp_path: Path, text: str = MAP) -> Path:
-    (tmp_path / "cam.toml").write_text(CALIBRATION)
-    path = tmp_path / "room.toml"
-    path.write_text(text)
-    return path
-
-
-def test_map_file_only_measured_entries_have_transforms(tmp_path: Path):
-    tag_map = load_map(_write(tmp_path))
-    assert tag_map.camera.fx == 251.5 and tag_map.camera.dist[:2] == (-0.11, 0.018)
+def test_site_map_only_measured_entries_have_transforms():
+    tag_map = map_from_site(parse_site(SITE), CAMERA, CameraMount(0.05, 0.2, measured=True))
     T = tag_map.world_transform(0)
     assert T is not None
     np.testing.assert_allclose(T.t, [0.625, 0.0, 0.21])
-    # tag 1 has a position but is not marked measured; tag 2 has none: neither yields anything
-    assert tag_map.tags[1].x == 1.875
-    assert tag_map.world_transform(1) is None and tag_map.world_transform(2) is None
+    assert tag_map.tags[1].x == 1.875 and tag_map.world_transform(1) is None
     assert tag_map.landmarks() == {0: (0.625, 0.0)}
     assert tag_map.role(1) is TagRole.WORLD and tag_map.role(100) is TagRole.TARGET
     assert tag_map.role(200) is TagRole.ROBOT and tag_map.role(7) is TagRole.UNKNOWN
     assert tag_map.robot_tags[200].transform() is not None
+    assert tag_map.target is not None and tag_map.target.axis_offset == pytest.approx(0.075)
 
 
 def test_unmeasured_entries_never_become_an_identity():
@@ -114,15 +97,9 @@ def test_unmeasured_entries_never_become_an_identity():
     assert RobotTag("hazel", 200, 0.08, 0.0, 0.0, 0.1, 0.0).transform() is None
 
 
-def test_mount_without_measured_yields_no_transform(tmp_path: Path):
-    text = MAP.replace("height = 0.2125\nmeasured = true", "height = 0.2125")
-    tag_map = load_map(_write(tmp_path, text))
-    assert tag_map.mount.transform() is None
-
-
-def test_arena_map_keeps_the_measured_flags():
+def test_simulated_map_keeps_the_measured_flags():
     arena = load_arena(shipped_arena("three_cars"))
-    tag_map = map_from_arena(arena)
+    tag_map = simulated_tag_map(arena)
     assert not tag_map.tags[50].measured and not tag_map.tags[51].measured
     assert tag_map.world_transform(50) is None and tag_map.world_transform(51) is None
     assert 50 not in tag_map.landmarks()
@@ -134,7 +111,7 @@ def test_arena_map_keeps_the_measured_flags():
 
 def test_tag_frame_conventions():
     """x to the viewer's right, y down, z into the wall; the camera looks along the car's x."""
-    tag_map = map_from_arena(load_arena(shipped_arena("two_cars")))
+    tag_map = simulated_tag_map(load_arena(shipped_arena("two_cars")))
     T = tag_map.world_transform(0)  # south wall, facing +y
     assert T is not None
     np.testing.assert_allclose(T.R @ [1, 0, 0], [-1, 0, 0], atol=1e-12)  # viewer at +y looks -y
@@ -164,44 +141,23 @@ def _rotation(rng: np.random.Generator) -> np.ndarray:
     return q * np.sign(np.linalg.det(q))
 
 
-@pytest.mark.parametrize(
-    ("edit", "reason"),
-    [
-        (lambda t: t.replace('calibration = "cam.toml"\n', ""), "exactly one of"),
-        (lambda t: t.replace("[mount]", "[mounts]"), r"no \[mount\] table"),
-        (lambda t: t.replace("size = 0.08", "size = 0.08\ncolour = 1"), "unknown key"),
-        (lambda t: t.replace("id = 1\n", "id = 0\n"), "appears twice"),
-        (lambda t: t.replace("x = 0.625\n", ""), "x is required"),
-        (
-            lambda t: t.replace(
-                "yaw_deg = 90\nsize = 0.2\nmeasured = true",
-                "yaw_deg = 'n'\nsize = 0.2\nmeasured = true",
-            ),
-            "must be a number",
-        ),
-        (lambda t: t.replace("tag_id = 200", "tag_id = 0"), "more than one"),
-        (lambda t: t + "\n[[tags]]\nid = 9\nsize = 0.2\nmeasured = 1\n", "true or false"),
-    ],
-)
-def test_map_errors_name_the_problem(tmp_path: Path, edit, reason: str):
-    with pytest.raises(MapError, match=reason):
-        load_map(_write(tmp_path, edit(MAP)))
-
-
 def test_calibration_file_round_trip(tmp_path: Path):
     path = tmp_path / "cam.toml"
     path.write_text(CALIBRATION)
     cam = load_intrinsics(path)
     assert (cam.width, cam.height, cam.cx, cam.cy) == (320, 240, 161.0, 119.0)
-    with pytest.raises(MapError, match=r"exactly one of \[camera\] or calibration"):
-        parse_map(tomllib.loads("[mount]\nforward = 0\nheight = 0.2\n"), "x.toml")
+    assert cam.dist[:2] == (-0.11, 0.018)
     (tmp_path / "bad.toml").write_text(CALIBRATION.replace("dist = [", "dist = [1, "))
-    with pytest.raises(MapError, match="4, 5 or 8"):
+    with pytest.raises(FileError, match="4, 5 or 8"):
         load_intrinsics(tmp_path / "bad.toml")
+    (tmp_path / "typo.toml").write_text(CALIBRATION.replace("rms_px =", "rms_pxx ="))
+    with pytest.raises(FileError, match=r"typo.toml:9: camera.rms_pxx: unknown key \(did you "
+                       r"mean 'rms_px'\?\)"):
+        load_intrinsics(tmp_path / "typo.toml")
 
 
 def test_ids_shared_between_roles_are_refused():
-    cam_map = map_from_arena(load_arena(shipped_arena("two_cars")))
+    cam_map = simulated_tag_map(load_arena(shipped_arena("two_cars")))
     with pytest.raises(ValueError, match="more than one"):
         TagMap(cam_map.camera, cam_map.mount, cam_map.tags, cam_map.target,
                {0: RobotTag("hazel", 0, 0.08)})  # fmt: skip
