@@ -19,6 +19,7 @@ import hashlib
 import math
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -29,10 +30,12 @@ from typing import Any
 from agents.camera import CameraDriver
 from agents.carlink.adapter import CarAdapter, CarUpdate
 from agents.carlink.lock import CarLock
+from agents.console import status_line, summary_text
 from agents.control import control_path, serve_control
 from agents.core import AgentConfig, AgentCore
 from agents.discovery import Discovery, DuplicateAgentError
 from agents.faults import LinkFaults, parse_byzantine, parse_faults
+from agents.health import Health
 from agents.net import Interface, broadcast_socket, unicast_socket
 from agents.node import SwarmNode
 from agents.observations import ObservationBatch
@@ -80,6 +83,9 @@ class RuntimeOptions:
     lock_dir: Path | None = None
     epoch: int | None = None  # None: the next epoch of this name (see claim_epoch)
     pipeline: Pipeline | None = None  # camera sensing: the perception pipeline to run
+    car_id: int | None = None  # the robot id the car must report
+    status_every: float | None = None  # s between console status lines; None: quiet
+    control_listen: str | None = None  # ADDRESS:PORT for control over TCP (off: None)
 
 
 def claim_epoch(run_dir: Path, name: str, wall_seconds: float) -> int:
@@ -126,6 +132,7 @@ class CarLink:
         # Read by other threads (the camera worker): replaced whole, never mutated.
         self.clock_view: tuple[float, float] | None = None  # (offset, valid_until), synced
         self.boot: int | None = None
+        self.view: tuple[str, bool, int | None, str] = ("connecting", False, None, "")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._transport: asyncio.DatagramTransport | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -201,11 +208,15 @@ class CarLink:
 
     def _publish(self, now: float) -> None:
         s = self.session
-        self.boot = s.telemetry.boot if s.telemetry is not None else None
-        if s.synchronized_at_time(now):
+        t = s.telemetry
+        self.boot = t.boot if t is not None else None
+        synced = s.synchronized_at_time(now)
+        if synced:
             self.clock_view = (s.clock.offset_at_time(now), now + 0.5)
         else:
             self.clock_view = None
+        self.view = (s.state.value, synced, None if t is None else t.id,
+                     "" if t is None else t.reason)
 
     def car_to_local(self, uptime_s: float) -> float | None:
         """Car uptime (s) to the local clock; None while the car clock is unsynchronised."""
@@ -280,6 +291,11 @@ class AgentRuntime:
         )
         self.faults = TransportFaults(o.config.name, self.epoch, self._peer_name)
         self.fatal: str | None = None  # why the agent's own loop failed
+        self.started = time.monotonic()
+        self.health = Health(self.started, camera=o.pipeline is not None,
+                             expect_car_id=o.car_id)
+        self.warned: list[str] = []  # every warning of this run, for the summary
+        self._next_status = self.started + (o.status_every or 0.0)
         self.lock = CarLock(o.car, o.lock_dir)
         self.car: CarLink | None = None
         self.camera: CameraDriver | None = None
@@ -318,7 +334,11 @@ class AgentRuntime:
 
     def _deliver(self, data: bytes, src: Address) -> None:
         try:
-            self.node.receive_datagram(data, src, self.now())
+            now = self.now()
+            if self.node.receive_datagram(data, src, now) is None:
+                rejection = self.node.receiver.last_rejection
+                if rejection is not None and rejection.reason == "bad_mac":
+                    self.health.bad_mac(src, now)
             self._flush()
         except Exception as exc:  # the core refuses bad input itself: this is our own bug
             self._fail("receiving a datagram", exc)
@@ -336,6 +356,8 @@ class AgentRuntime:
 
     def _car_update(self, update: CarUpdate) -> None:
         now = self.now()
+        if self.car is not None:
+            self.health.car(now, self.car.view, self.car.boot)
         self.node.car_status(now, update.duty, update.gyro_z)
         if update.batch is not None:
             self.node.observations(update.batch, now)
@@ -352,6 +374,9 @@ class AgentRuntime:
         names = {"t_capture": "capture", "t_receipt": "receipt", "t_decoded": "decode",
                  "t_detected": "detection", "t_posed": "pose"}  # RUNLOG.md stage names
         stamps = {names[k]: v for k, v in stages.items() if k in names}
+        self.health.frame(now)
+        if batch.tags:
+            self.health.tag_seen(now)
         self.node.observations(batch, now, stages=stamps)
         self._flush()
 
@@ -419,9 +444,11 @@ class AgentRuntime:
     def status(self, now: float) -> dict[str, Any]:
         core = self.core
         car = self.car  # owned by the car thread: only what it publishes is read here
+        decision = self.node.decision
         return {
             "agent": core.config.name,
             "epoch": self.epoch,
+            "mode": None if decision is None else decision.mode.value,
             "pose": core.localizer.pose,
             "track": None if not core.track.initialised else {
                 "x": core.track.state[:2].tolist(),
@@ -451,6 +478,7 @@ class AgentRuntime:
             "datagrams": {"in": self.node.datagrams_in, "out": self.node.datagrams_out},
             "bytes": {"in": self.node.bytes_in, "out": self.node.bytes_out},
             "faults": self.faults.status(),
+            "warnings": [w.text for w in self.health.active],
             "byzantine": None if self.node.liar is None else self.node.liar.spec.to_mapping(),
         }
 
@@ -468,6 +496,7 @@ class AgentRuntime:
                     self.log.log("decision_sent", mode=decision.mode.value)
                 self._publish_pose()
                 self._flush()
+                self._watch(self.now())
             except Exception as exc:
                 if self.car is not None:
                     self.car.set_decision(0.0, 0.0)
@@ -479,6 +508,25 @@ class AgentRuntime:
                 next_at, delay = self.now(), 0.0
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), timeout=delay)
+
+    def _watch(self, now: float) -> None:
+        """Warnings as they start and clear; the status line when due."""
+        if self.car is not None:
+            self.health.car(now, self.car.view, self.car.boot)
+        self.health.peers(sum(1 for p in self.core.peers.active() if p.confirmed))
+        started, cleared = self.health.check(now)
+        name = self.options.config.name
+        for w in started:
+            self.warned.append(w.text)
+            self.log.log("warning", key=w.key, text=w.text)
+            print(f"{name}: warning: {w.text}", file=sys.stderr, flush=True)
+        for w in cleared:
+            self.log.log("warning_cleared", key=w.key)
+            print(f"{name}: ok again: {w.key}", file=sys.stderr, flush=True)
+        every = self.options.status_every
+        if every is not None and now >= self._next_status:
+            self._next_status = max(self._next_status + every, now)
+            print(status_line(self.status(now), now - self.started), flush=True)
 
     def _start_car(self) -> None:
         o = self.options
@@ -580,4 +628,7 @@ class AgentRuntime:
         self.node.flush_rejections(self.now(), final=True)
         self.log.log("stop", counters=self.node.receiver.counters.as_dict(),
                      refused=self.core.counters.as_dict(), fatal=self.fatal)
+        if self.options.status_every is not None or self.warned:
+            print(summary_text(self.status(self.now()), self.now() - self.started, self.warned),
+                  flush=True)
         self.log.close()

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.agent_config import write_simulated_robot
 from tools.swarmkey import write_key
 from worlds.arena import Arena, load_arena
 
@@ -97,11 +98,10 @@ class Swarm:
         return proc
 
     def start_agent(self, name: str, duration: float | None, extra: Sequence[str] = ()) -> Proc:
-        car = self.arena.car(name)
-        args = [
-            "agent", "--name", name, "--car", car.address, "--arena", str(self.arena_path),
-            "--swarm-key", str(self.key_file), "--run-dir", str(self.run_dir), *extra,
-        ]
+        robot = write_simulated_robot(
+            self.arena, name, self.run_dir, swarm_key=self.key_file, status_every=2.0
+        )
+        args = ["agent", "--config", str(robot), *extra]
         if duration is not None:
             args += ["--duration", f"{duration:g}"]
         proc = _spawn(name, args, self.run_dir)

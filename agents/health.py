@@ -1,0 +1,133 @@
+"""What is wrong with this agent, in one line each (sans-IO).
+
+The runtime reports what it sees (a datagram that failed the MAC, the car's
+telemetry and session state, a wall tag in view, a camera frame, the peers);
+:meth:`Health.check` says which conditions hold now. Each condition is
+announced once when it starts and once when it clears, and the ones that
+hold are listed by ``stigmesh status``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+Address = tuple[str, int]
+
+BAD_MAC_FOR = 2.0  # s of datagrams failing the MAC from one address
+ARM_REFUSED_FOR = 5.0  # s connected to the car without being armed
+NO_TAG_FOR = 10.0  # s without a wall tag in camera mode
+CLOCK_UNSYNCED_FOR = 10.0  # s connected without a converged clock to the car
+NO_PEER_FOR = 15.0  # s after start with no confirmed peer
+CAMERA_STALE_FOR = 3.0  # s without a camera frame
+
+
+@dataclass(frozen=True)
+class Warning:
+    key: str  # stable name of the condition, e.g. "bad_mac:192.168.1.23"
+    text: str  # one line, with the likely fix
+
+
+@dataclass
+class Health:
+    """Observations and the conditions they imply; ``camera`` when the agent uses one."""
+
+    started: float
+    camera: bool = False
+    expect_car_id: int | None = None
+    _bad_mac: dict[str, tuple[float, float]] = field(default_factory=dict)  # first, last
+    _car_connected: float | None = None
+    _car_state: str = "connecting"
+    _car_reason: str = ""
+    _car_synced: bool = False
+    _car_id: int | None = None
+    _boot: int | None = None
+    _reboots: int = 0
+    _last_tag: float = -math.inf
+    _last_frame: float = -math.inf
+    _peer_seen: bool = False
+    _active: dict[str, Warning] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ observations
+
+    def bad_mac(self, addr: Address, now: float) -> None:
+        first, last = self._bad_mac.get(addr[0], (now, now))
+        if now - last > BAD_MAC_FOR:  # a new spell
+            first = now
+        self._bad_mac[addr[0]] = (first, now)
+        if len(self._bad_mac) > 64:  # keep the newest senders only
+            oldest = min(self._bad_mac, key=lambda a: self._bad_mac[a][1])
+            del self._bad_mac[oldest]
+
+    def car(self, now: float, view: tuple[str, bool, int | None, str], boot: int | None) -> None:
+        """The car link's view (session state, clock synced, telemetry's robot id and last
+        refusal reason) and the car's boot nonce."""
+        state, synced, robot_id, reason = view
+        if self._car_connected is None and state != "connecting":
+            self._car_connected = now
+        self._car_state, self._car_synced, self._car_reason = state, synced, reason
+        if robot_id is not None:
+            self._car_id = robot_id
+        if boot is not None:
+            if self._boot is not None and boot != self._boot:
+                self._reboots += 1
+            self._boot = boot
+
+    def tag_seen(self, now: float) -> None:
+        self._last_tag = now
+
+    def frame(self, now: float) -> None:
+        self._last_frame = now
+
+    def peers(self, confirmed: int) -> None:
+        self._peer_seen = self._peer_seen or confirmed > 0
+
+    # ------------------------------------------------------------------ conditions
+
+    def conditions(self, now: float) -> list[Warning]:
+        out: list[Warning] = []
+        for addr, (first, last) in sorted(self._bad_mac.items()):
+            if now - last <= BAD_MAC_FOR and last - first >= BAD_MAC_FOR:
+                out.append(Warning(f"bad_mac:{addr}", f"datagrams from {addr} fail the MAC for "
+                                   f"{last - first:.0f} s: wrong swarm key on {addr}?"))
+        connected = self._car_connected
+        if connected is not None:
+            if self._car_state in ("ready", "arming") and now - connected > ARM_REFUSED_FOR:
+                why = f" (last refusal: {self._car_reason})" if self._car_reason else ""
+                out.append(Warning("car_not_armed", f"the car does not arm{why}: another "
+                                   "controller may hold it, or its token is stale; "
+                                   "`stigmesh car ADDR status` shows who"))
+            if not self._car_synced and now - connected > CLOCK_UNSYNCED_FOR:
+                out.append(Warning("car_clock", "the clock offset to the car does not converge: "
+                                   "probes on UDP 4211 lost or round trips over 250 ms?"))
+        if self.expect_car_id is not None and self._car_id not in (None, self.expect_car_id):
+            out.append(Warning("car_id", f"the car reports robot id {self._car_id}, the config "
+                               f"expects {self.expect_car_id}: is this the right car?"))
+        if self._reboots:
+            out.append(Warning("car_rebooted", f"the car rebooted {self._reboots} time(s) "
+                               "during this run: check its power"))
+        if self.camera:
+            since = max(self._last_frame, self.started)
+            if now - since > CAMERA_STALE_FOR:
+                out.append(Warning("camera_stale", f"no camera frame for {now - since:.0f} s: "
+                                   "is the car's stream on TCP 8080 reachable?"))
+            seen = max(self._last_tag, self.started)
+            if now - seen > NO_TAG_FOR:
+                out.append(Warning("no_tag", f"no wall tag seen for {now - seen:.0f} s: are "
+                                   "the site's tags in view and the camera focused?"))
+        if not self._peer_seen and now - self.started > NO_PEER_FOR:
+            out.append(Warning("no_peer", f"no peer found after {NO_PEER_FOR:.0f} s: same swarm "
+                               "name, key and port, and broadcast reaching this interface?"))
+        return out
+
+    def check(self, now: float) -> tuple[list[Warning], list[Warning]]:
+        """(conditions that started, conditions that cleared) since the last check."""
+        current = {w.key: w for w in self.conditions(now)}
+        started = [w for k, w in current.items() if k not in self._active]
+        cleared = [w for k, w in self._active.items() if k not in current]
+        self._active = current
+        return started, cleared
+
+    @property
+    def active(self) -> list[Warning]:
+        return list(self._active.values())
