@@ -1,0 +1,63 @@
+"""The agent's one-line warnings: each starts once, lists while it holds, clears once."""
+
+from __future__ import annotations
+
+from agents.health import Health
+
+A = ("192.168.1.23", 47000)
+
+
+def keys(h: Health, now: float) -> tuple[list[str], list[str]]:
+    started, cleared = h.check(now)
+    return [w.key for w in started], [w.key for w in cleared]
+
+
+def test_wrong_key_is_named_after_two_seconds_of_bad_macs_and_clears() -> None:
+    h = Health(started=0.0)
+    for k in range(30):  # 3 s of datagrams failing the MAC, 10 a second
+        h.bad_mac(A, k * 0.1)
+    started, _ = h.check(2.95)
+    assert [w.key for w in started] == ["bad_mac:192.168.1.23"]
+    assert "wrong swarm key on 192.168.1.23?" in started[0].text
+    assert keys(h, 3.0) == ([], [])  # announced once
+    assert keys(h, 6.0) == ([], ["bad_mac:192.168.1.23"])  # quiet for 2 s: cleared
+    h.bad_mac(A, 10.0)  # a new spell starts from zero
+    assert keys(h, 10.5) == ([], [])
+
+
+def test_one_bad_datagram_is_not_a_wrong_key() -> None:
+    h = Health(started=0.0)
+    h.bad_mac(A, 1.0)
+    assert keys(h, 1.5) == ([], [])
+
+
+def test_car_that_does_not_arm_and_a_clock_that_does_not_converge() -> None:
+    h = Health(started=0.0)
+    h.car(1.0, ("ready", False, 1, "token"), 7)
+    assert keys(h, 5.9) == ([], [])
+    started, _ = h.check(6.1)
+    assert [w.key for w in started] == ["car_not_armed"] and "token" in started[0].text
+    assert keys(h, 11.1) == (["car_clock"], [])
+    h.car(12.0, ("driving", True, 1, ""), 7)
+    assert sorted(keys(h, 12.0)[1]) == ["car_clock", "car_not_armed"]
+
+
+def test_wrong_robot_id_and_a_reboot() -> None:
+    h = Health(started=0.0, expect_car_id=2)
+    h.car(1.0, ("driving", True, 1, ""), 7)
+    h.car(2.0, ("driving", True, 1, ""), 8)  # a new boot nonce
+    started, _ = h.check(2.0)
+    assert sorted(w.key for w in started) == ["car_id", "car_rebooted"]
+
+
+def test_camera_tags_and_peers() -> None:
+    h = Health(started=0.0, camera=True)
+    for t in range(1, 12):
+        h.frame(float(t))
+    h.tag_seen(1.0)
+    assert keys(h, 11.5) == (["no_tag"], [])
+    assert keys(h, 15.5) == (["camera_stale", "no_peer"], [])
+    h.peers(1)
+    h.frame(16.0)
+    h.tag_seen(16.0)
+    assert sorted(keys(h, 16.0)[1]) == ["camera_stale", "no_peer", "no_tag"]
