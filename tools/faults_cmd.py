@@ -7,7 +7,8 @@
     stigmesh status
 
 Agents are reached through their control sockets in the run directory, which
-only the swarm key opens; the world through its own control socket.
+only the swarm key opens; the world through its own control socket, which
+its control key ``RUN_DIR/world.key`` opens (the world writes it at start).
 """
 
 from __future__ import annotations
@@ -67,10 +68,11 @@ def _resolve(args: argparse.Namespace) -> tuple[Path, bytes] | str:
 
 
 def _world(run_dir: Path, action: str, tokens: list[str]) -> int:
-    from worlds.control import ControlError as WorldError
     from worlds.control import WorldControl
 
-    world = WorldControl(run_dir)
+    usage = ("world faults: drop-link CAR SECONDS | reboot CAR [DOWN_S] | "
+             "freeze-camera CAR SECONDS | status")
+    world = WorldControl(run_dir)  # its key: RUN_DIR/world.key, read at the request
     try:
         if action == "drop-link" and len(tokens) == 2:
             reply = world.drop_link(int(tokens[0]), float(tokens[1]))
@@ -81,21 +83,25 @@ def _world(run_dir: Path, action: str, tokens: list[str]) -> int:
         elif action == "status" and not tokens:
             reply = world.status()
         else:
-            return _fail("world faults: drop-link CAR SECONDS | reboot CAR [DOWN_S] | "
-                         "freeze-camera CAR SECONDS | status")
-    except (WorldError, OSError, ValueError) as exc:
+            return _fail(usage)
+    except ValueError:  # CAR or SECONDS not a number
+        return _fail(usage)
+    except ControlError as exc:
         return _fail(f"world: {exc}", 1)
     print(json.dumps(reply, indent=2))
     return 0
 
 
 def faults_main(args: argparse.Namespace) -> int:
+    if args.target == "world":  # the world has its own key: no swarm key needed
+        run_dir = args.run_dir or _newest_run()
+        if run_dir is None:
+            return _fail("no live run found under runs/; give --run-dir")
+        return _world(run_dir, args.action, args.tokens)
     where = _resolve(args)
     if isinstance(where, str):
         return _fail(where)
     run_dir, key = where
-    if args.target == "world":
-        return _world(run_dir, args.action, args.tokens)
     text = " ".join(args.tokens)
     try:
         if args.action == "set":

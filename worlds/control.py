@@ -1,6 +1,16 @@
-"""The world's control socket: JSON lines over a UNIX stream socket at ``RUN_DIR/world.sock``.
+"""The world's control socket ``RUN_DIR/world.sock``, and its key ``RUN_DIR/world.key``.
 
-Requests (one JSON object a line, one reply line each)::
+The world speaks the control protocol of :mod:`protocol.control`, like an
+agent: one challenge-response request per connection, on a socket of mode
+0600. The world has no swarm key, so at every start it makes a fresh random
+control key and writes it, mode 0600, to ``RUN_DIR/world.key`` before its
+socket appears; it removes both when it stops. A client on the machine, as
+the world's user, reads the key from the run directory (:class:`WorldControl`
+does): whoever may read the run directory's secrets may drive the world,
+and nobody else. A restarted world has a new key, so a client that kept an
+old key is refused rather than obeyed by the wrong world.
+
+Requests::
 
     {"cmd": "status"}
     {"cmd": "drop_link", "car": 1, "duration": 2.0}
@@ -8,26 +18,37 @@ Requests (one JSON object a line, one reply line each)::
     {"cmd": "freeze_camera", "car": 1, "duration": 2.0}
     {"cmd": "stop"}
 
-Replies: ``{"ok": true, ...}`` or ``{"ok": false, "error": "..."}``. A car is
-named by id or by name. :class:`WorldControl` is the client for tests and
-for ``stigmesh faults``.
+Replies: ``{"ok": true, ...}`` or ``{"ok": false, "reason": ..., "error":
+"..."}``. A car is named by id or by name.
 """
 
 from __future__ import annotations
 
-import json
-import socket
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from protocol.control import (
+    ControlError,
+    ControlReason,
+    KeyFileError,
+    exchange,
+    read_key_file,
+    write_key_file,
+)
+from protocol.control import (
+    request as control_request,
+)
+
+__all__ = ["COMMANDS", "ControlError", "ControlRequest", "WorldControl", "control_path",
+           "key_path", "parse_request", "read_world_key", "remove_world_key", "send_control",
+           "write_world_key"]  # fmt: skip
+
 SOCKET_NAME = "world.sock"
-MAX_LINE = 65536
+KEY_NAME = "world.key"
+KEY_LABEL = "world control key"
 COMMANDS = ("status", "drop_link", "reboot", "freeze_camera", "stop")
-
-
-class ControlError(ValueError):
-    """A control request that cannot be carried out; the reply carries the message."""
 
 
 @dataclass(frozen=True)
@@ -41,17 +62,42 @@ def control_path(run_dir: Path) -> Path:
     return Path(run_dir) / SOCKET_NAME
 
 
-def parse_request(line: bytes) -> ControlRequest:
-    """Validate one request line; raises :class:`ControlError`."""
+def key_path(run_dir: Path) -> Path:
+    return Path(run_dir) / KEY_NAME
+
+
+def write_world_key(run_dir: Path) -> bytes:
+    """A fresh control key in ``RUN_DIR/world.key`` (mode 0600, replacing a stale one)."""
+    return write_key_file(key_path(run_dir), replace=True)
+
+
+def remove_world_key(run_dir: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        key_path(run_dir).unlink()
+
+
+def read_world_key(run_dir: Path) -> bytes:
+    """The running world's control key; raises :class:`ControlError` (reason ``no_key``)."""
     try:
-        obj = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ControlError(f"not a JSON line: {exc}") from None
-    if not isinstance(obj, dict):
-        raise ControlError("a request is a JSON object")
+        return read_key_file(
+            key_path(run_dir),
+            KEY_LABEL,
+            f" (is a world running with --run-dir {run_dir}?)",
+            fix=" (the world writes it at start: restart the world)",
+        )
+    except KeyFileError as exc:
+        raise ControlError(ControlReason.NO_KEY, str(exc)) from None
+
+
+def _bad(message: str) -> ControlError:
+    return ControlError(ControlReason.BAD_REQUEST, message)
+
+
+def parse_request(obj: dict[str, Any]) -> ControlRequest:
+    """Validate one authenticated request; raises :class:`ControlError` (``bad_request``)."""
     cmd = obj.get("cmd")
     if cmd not in COMMANDS:
-        raise ControlError(f"cmd must be one of {', '.join(COMMANDS)}, got {cmd!r}")
+        raise _bad(f"cmd must be one of {', '.join(COMMANDS)}, got {cmd!r}")
     allowed = {"cmd"}
     car: int | str | None = None
     duration = 0.0
@@ -59,57 +105,49 @@ def parse_request(line: bytes) -> ControlRequest:
         allowed.add("car")
         car = obj.get("car")
         if isinstance(car, bool) or not isinstance(car, int | str):
-            raise ControlError(f'{cmd} needs "car": an id or a name')
+            raise _bad(f'{cmd} needs "car": an id or a name')
         key = "down" if cmd == "reboot" else "duration"
         allowed.add(key)
         value = obj.get(key, 0.0 if cmd == "reboot" else None)
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 3600:
-            raise ControlError(f'{cmd} needs "{key}" in [0, 3600] seconds')
+            raise _bad(f'{cmd} needs "{key}" in [0, 3600] seconds')
         duration = float(value)
     extra = set(obj) - allowed
     if extra:
-        raise ControlError(f"unknown field(s) for {cmd}: {', '.join(sorted(extra))}")
+        raise _bad(f"unknown field(s) for {cmd}: {', '.join(sorted(extra))}")
     return ControlRequest(cmd, car, duration)
 
 
-def send_control(path: Path, request: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
-    """Send one request to a running world and return its reply."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        sock.connect(str(path))
-        sock.sendall(json.dumps(request).encode("utf-8") + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = sock.recv(MAX_LINE)
-            if not chunk:
-                break
-            buf += chunk
-            if len(buf) > 16 * MAX_LINE:
-                raise ControlError("reply too long")
-    if not buf:
-        raise ControlError("the world closed the connection without a reply")
-    reply = json.loads(buf.decode("utf-8"))
-    if not isinstance(reply, dict):
-        raise ControlError("reply is not a JSON object")
-    return reply
+def send_control(
+    path: Path, request: dict[str, Any], timeout: float = 5.0, key: bytes | None = None
+) -> dict[str, Any]:
+    """One request to the world at ``path``; its reply, ``ok`` or not.
+
+    The key is read from the socket's run directory unless given.
+    """
+    if key is None:
+        key = read_world_key(Path(path).parent)
+    return exchange(Path(path), key, request, timeout)
 
 
 class WorldControl:
-    """A client for a running world's control socket."""
+    """A client for a running world's control socket; every failure is a :class:`ControlError`."""
 
-    def __init__(self, run_dir: Path, timeout: float = 5.0) -> None:
+    def __init__(self, run_dir: Path, timeout: float = 5.0, key: bytes | None = None) -> None:
+        self.run_dir = Path(run_dir)
         self.path = control_path(run_dir)
         self.timeout = timeout
+        self.key = key  # None: read RUN_DIR/world.key at each request (a restart makes a new one)
 
     def request(self, request: dict[str, Any]) -> dict[str, Any]:
-        reply = send_control(self.path, request, self.timeout)
-        if not reply.get("ok"):
-            raise ControlError(str(reply.get("error", "request failed")))
-        return reply
+        """The ``ok`` reply; a refusal raises :class:`ControlError` with the world's reason."""
+        key = self.key if self.key is not None else read_world_key(self.run_dir)
+        return control_request(self.path, key, request, self.timeout)
 
     def status(self) -> dict[str, Any]:
-        status = self.request({"cmd": "status"})["status"]
-        assert isinstance(status, dict)
+        status = self.request({"cmd": "status"}).get("status")
+        if not isinstance(status, dict):
+            raise ControlError(ControlReason.MALFORMED, "the world's status is not an object")
         return status
 
     def drop_link(self, car: int | str, duration: float) -> dict[str, Any]:

@@ -16,7 +16,6 @@ import contextlib
 import errno
 import functools
 import ipaddress
-import json
 import signal
 import time
 from collections.abc import Callable
@@ -24,10 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from protocol.control import serve_control
 from protocol.mjpeg import encode_part, response_head
 from protocol.runlog import RunLog
 from worlds.arena import SIM_NETWORKS
-from worlds.control import MAX_LINE, ControlError, control_path, parse_request
+from worlds.control import (
+    KEY_LABEL,
+    control_path,
+    parse_request,
+    remove_world_key,
+    write_world_key,
+)
 from worlds.sim import PORT_CAMERA, PORT_COMMAND, PORT_PROBE, Step, World, WorldError
 
 MAX_LAG = 0.15  # s of physics the world may be behind the clock before it skips
@@ -157,11 +163,9 @@ class WorldServer:
                 except OSError as exc:
                     raise BindError(address, PORT_CAMERA, "TCP", exc) from exc
                 self._tcp.append(server)
-            sock_path = control_path(self.run_dir)
-            if sock_path.exists() or sock_path.is_symlink():
-                sock_path.unlink()
-            self._control = await asyncio.start_unix_server(
-                self._control_client, path=str(sock_path), limit=MAX_LINE
+            key = write_world_key(self.run_dir)  # before the socket: clients wait for that
+            self._control = await serve_control(
+                control_path(self.run_dir), "world", key, self.handle_control, KEY_LABEL
             )
         except BaseException:
             await self.close()
@@ -209,6 +213,7 @@ class WorldServer:
         self._control = None
         with contextlib.suppress(FileNotFoundError):
             control_path(self.run_dir).unlink()
+        remove_world_key(self.run_dir)
         wall = self.clock() - self.started_at if self.started_at else 0.0
         if wall > 0:
             stepped = (self.world.physics_steps - self._steps_at_start) * self.world.dt
@@ -318,59 +323,37 @@ class WorldServer:
 
     # -- control -------------------------------------------------------------------
 
-    def handle_control(self, line: bytes) -> dict[str, Any]:
-        try:
-            req = parse_request(line)
-            now = max(self.clock(), self.world.t)
-            world = self.world
-            if req.cmd == "status":
-                status = world.status()
-                status["server"] = {
-                    "counters": dict(self.counters),
-                    "streams": {
-                        str(car): {
-                            "clients": len(s.clients),
-                            "frames_sent": s.frames_sent,
-                            "frames_skipped": s.frames_skipped,
-                        }
-                        for car, s in self._streams.items()
-                    },
-                }
-                return {"ok": True, "status": status}
-            if req.cmd == "stop":
-                self.request_stop()
-                return {"ok": True}
-            assert req.car is not None
-            if req.cmd == "drop_link":
-                self.emit(world.drop_link(req.car, req.duration, now))
-            elif req.cmd == "freeze_camera":
-                self.emit(world.freeze_camera(req.car, req.duration, now))
-            else:
-                self.emit(world.reboot(req.car, now, down=req.duration))
-            car = world.car(req.car)
-            return {"ok": True, "car": car.id, "boot": car.nonce, "t": now}
-        except (ControlError, WorldError) as exc:
-            return {"ok": False, "error": str(exc)}
-
-    async def _control_client(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        try:
-            while True:
-                try:
-                    line = await reader.readline()
-                except (ValueError, asyncio.LimitOverrunError):
-                    writer.write(b'{"ok": false, "error": "line too long"}\n')
-                    break
-                if not line:
-                    break
-                reply = self.handle_control(line)
-                writer.write(json.dumps(reply).encode("utf-8") + b"\n")
-                await writer.drain()
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
+    def handle_control(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One authenticated control request (worlds/control.py); refusals raise."""
+        req = parse_request(request)
+        now = max(self.clock(), self.world.t)
+        world = self.world
+        if req.cmd == "status":
+            status = world.status()
+            status["server"] = {
+                "counters": dict(self.counters),
+                "streams": {
+                    str(car): {
+                        "clients": len(s.clients),
+                        "frames_sent": s.frames_sent,
+                        "frames_skipped": s.frames_skipped,
+                    }
+                    for car, s in self._streams.items()
+                },
+            }
+            return {"status": status}
+        if req.cmd == "stop":
+            self.request_stop()
+            return {}
+        assert req.car is not None
+        if req.cmd == "drop_link":
+            self.emit(world.drop_link(req.car, req.duration, now))
+        elif req.cmd == "freeze_camera":
+            self.emit(world.freeze_camera(req.car, req.duration, now))
+        else:
+            self.emit(world.reboot(req.car, now, down=req.duration))
+        car = world.car(req.car)
+        return {"car": car.id, "boot": car.nonce, "t": now}
 
 
 async def serve(
