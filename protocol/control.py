@@ -282,6 +282,7 @@ def read_key_file(
     path: Path,
     what: str,
     hint: str = "",
+    *,
     min_bytes: int = MIN_KEY_BYTES,
     max_bytes: int = MAX_KEY_BYTES,
     fix: str = "",

@@ -1,49 +1,38 @@
 """``stigmesh keygen FILE``: a new swarm key, the secret that authenticates every datagram.
 
 A key file holds the key as hexadecimal text (32 random bytes), mode 0600.
+Reading one refuses a file other users can open (as ssh refuses an open
+private key, with the ``chmod`` to run) and a key the swarm codec would
+refuse (16..1024 bytes).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import secrets
 import sys
 from pathlib import Path
 
-MIN_KEY_BYTES = 16
+from protocol.control import KeyFileError, read_key_file, write_key_file
+from protocol.swarm.codec import MAX_KEY_BYTES, MIN_KEY_BYTES
 
-
-class KeyFileError(ValueError):
-    """The key file is missing, unreadable or does not hold a usable key."""
+__all__ = ["MAX_KEY_BYTES", "MIN_KEY_BYTES", "KeyFileError", "main", "read_key", "write_key"]
 
 
 def write_key(path: Path, nbytes: int = 32) -> bytes:
-    key = secrets.token_bytes(nbytes)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(key.hex() + "\n")
-    return key
+    """A new random key in ``path`` (mode 0600); an existing file raises ``FileExistsError``."""
+    return write_key_file(path, nbytes)
 
 
 def read_key(path: Path) -> bytes:
-    try:
-        text = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
-        raise KeyFileError(f"swarm key file {path} does not exist (make one: stigmesh keygen "
-                           f"{path})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KeyFileError(f"cannot read swarm key file {path}: {exc}") from None
-    try:
-        key = bytes.fromhex(text)
-    except ValueError:
-        raise KeyFileError(f"swarm key file {path} must hold the key as hexadecimal") from None
-    if len(key) < MIN_KEY_BYTES:
-        raise KeyFileError(
-            f"swarm key in {path} is {len(key)} bytes; at least {MIN_KEY_BYTES} are needed"
-        )
-    return key
+    """The swarm key in ``path``; raises :class:`KeyFileError` with the fix in its message."""
+    return read_key_file(
+        path,
+        "swarm key",
+        f" (make one: stigmesh keygen {path})",
+        min_bytes=MIN_KEY_BYTES,
+        max_bytes=MAX_KEY_BYTES,
+        fix=" (stigmesh keygen NEW_FILE makes a good one)",
+    )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
