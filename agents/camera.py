@@ -4,12 +4,15 @@ Two threads, neither shared with the DRIVE loop:
 
 - the **stream** thread connects to ``http://CAR:8080/stream`` with a plain
   socket (:func:`protocol.mjpeg.request`, :class:`~protocol.mjpeg.MjpegParser`),
-  checks every part (:func:`~protocol.mjpeg.parse_frame_headers`, then
-  :class:`~protocol.mjpeg.FrameGate`: boot id against telemetry, staleness by
-  capture time, replayed sequence numbers) and puts an accepted frame in a
-  one-frame slot. A frame still in the slot when a newer one arrives is
-  dropped and counted (``superseded``): frames are never queued. A broken or
-  silent connection is closed and retried with exponential backoff.
+  checks every part (:func:`~protocol.mjpeg.parse_frame_headers`, which
+  refuses a JPEG whose frame header declares another size than the camera's
+  before anything decodes it; then :class:`~protocol.mjpeg.FrameGate`: boot
+  id against telemetry, staleness by capture time, replayed sequence numbers)
+  and puts an accepted frame in a one-frame slot. A frame still in the slot
+  when a newer one arrives is dropped and counted (``superseded``): frames are
+  never queued. A broken connection, or one that delivers no complete part
+  within ``frame_timeout`` (silent: ``stream_silent``; trickling bytes:
+  ``stream_stalled``), is closed and retried with exponential backoff.
 - the **worker** thread takes the newest frame from the slot, checks its age
   again (it may have waited while the previous frame was processed:
   ``stale_at_worker``), decodes it (``corrupt_jpeg`` when ``cv2.imdecode``
@@ -67,6 +70,7 @@ SUPERSEDED = "superseded"
 STALE_AT_WORKER = "stale_at_worker"
 STREAM_CLOSED = "stream_closed"
 STREAM_SILENT = "stream_silent"
+STREAM_STALLED = "stream_stalled"
 CONNECT_FAILED = "connect_failed"
 WORKER_ERROR = "worker_error"
 
@@ -105,10 +109,10 @@ class CameraDriver:
         predict: Callable[[float], PredictedPose | None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         connect_timeout: float = 1.0,
-        silence_timeout: float = 2.0,
+        frame_timeout: float = 2.0,
         backoff: tuple[float, float] = (0.1, 2.0),
     ) -> None:
-        if not (0 < backoff[0] <= backoff[1]) or connect_timeout <= 0 or silence_timeout <= 0:
+        if not (0 < backoff[0] <= backoff[1]) or connect_timeout <= 0 or frame_timeout <= 0:
             raise ValueError("timeouts and backoff must be > 0, backoff as (first, longest)")
         self.car, self.port = car, port
         self.pipeline = pipeline
@@ -120,7 +124,9 @@ class CameraDriver:
         self.predict = predict
         self.clock = clock
         self.connect_timeout = connect_timeout
-        self.silence_timeout = silence_timeout
+        self.frame_timeout = frame_timeout  # s the stream may go without a complete part
+        cam = pipeline.map.camera
+        self.frame_size = (cam.width, cam.height)  # any other size is refused undecoded
         self.backoff = backoff
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
@@ -195,7 +201,7 @@ class CameraDriver:
         with self._lock:
             self._counts["parts"] += 1
         try:
-            frame = parse_frame_headers(part)
+            frame = parse_frame_headers(part, self.frame_size)
             local = self.car_to_local(frame.capture_ms / 1000.0)
             mapper = None if local is None else (lambda _uptime: local)
             gated = self.gate.check(frame, self.expected_boot(), received_at, mapper)
@@ -303,22 +309,35 @@ class CameraDriver:
         before = self._counts["parts"]
         reason = STREAM_CLOSED
         try:
-            sock.settimeout(self.silence_timeout)
+            sock.settimeout(self.frame_timeout)
             sock.sendall(request(self.car))
             self.reset_stream()
             with self._lock:
                 self._connected = True
                 self._counts["connects"] += 1
             self.log("camera_connected", car=self.car, port=self.port)
+            # A deadline per part, not per read: bytes trickling in do not hold it open.
+            deadline = time.monotonic() + self.frame_timeout
+            trickled = 0  # bytes since the last complete part
             while not self._stop.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    reason = STREAM_STALLED if trickled else STREAM_SILENT
+                    break
+                sock.settimeout(left)
                 try:
                     data = sock.recv(65536)
                 except TimeoutError:
-                    reason = STREAM_SILENT
+                    reason = STREAM_STALLED if trickled else STREAM_SILENT
                     break
                 if not data:
                     break
+                parts = self._counts["parts"]
                 self.feed(data, self.clock())
+                if self._counts["parts"] > parts:
+                    deadline, trickled = time.monotonic() + self.frame_timeout, 0
+                else:
+                    trickled += len(data)
         except MjpegError as exc:  # the stream itself is broken: reconnect
             reason = exc.reason
         except OSError as exc:

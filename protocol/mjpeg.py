@@ -8,7 +8,10 @@ extra headers: ``X-Capture-Ms`` (car uptime at sensor capture), ``X-Boot-Id``
 - :class:`MjpegParser` reads it incrementally: feed bytes, get :class:`Part`s.
   A framing error is fatal for the connection and raises :class:`MjpegError`.
 - :func:`parse_frame_headers` turns a part into a :class:`CameraFrame` or
-  raises :class:`FrameRejected` (a well-framed part with bad content).
+  raises :class:`FrameRejected` (a well-framed part with bad content). Given
+  the camera's size, it reads the JPEG's frame header (:func:`jpeg_size`)
+  and refuses any other size before anyone decodes the image: a few hundred
+  bytes can declare 32000x32000 pixels and cost seconds and gigabytes.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class FrameReason(StrEnum):
     STALE_FRAME = "stale_frame"
     FUTURE_FRAME = "future_frame"
     OLD_SEQ = "old_seq"
+    FRAME_SIZE = "frame_size"
 
 
 class MjpegError(ProtocolError):
@@ -218,14 +222,67 @@ def _header_int(headers: dict[str, str], name: str, base: int, limit: int) -> in
     return value
 
 
-def parse_frame_headers(part: Part) -> CameraFrame:
-    """Check a part's stigmesh headers and JPEG markers; raise :class:`FrameRejected`."""
+# Start-of-frame markers (SOF0..SOF15 but DHT C4, JPG C8 and DAC CC): they carry the size.
+_SOF = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
+_RST = range(0xD0, 0xD8)
+
+
+def jpeg_size(data: bytes) -> tuple[int, int]:
+    """(width, height) from a JPEG's first frame header, without decoding; raises
+    :class:`FrameRejected` (``corrupt_jpeg``) when there is no well-formed one before the scan.
+
+    Segments are walked by their lengths from SOI, as a decoder walks them.
+    """
+    if not data.startswith(JPEG_SOI):
+        raise FrameRejected(FrameReason.CORRUPT_JPEG, "no SOI marker")
+    i, n = 2, len(data)
+    while True:
+        if i >= n or data[i] != 0xFF:
+            raise FrameRejected(FrameReason.CORRUPT_JPEG, f"no marker at byte {i}")
+        while i < n and data[i] == 0xFF:  # fill bytes
+            i += 1
+        if i >= n:
+            raise FrameRejected(FrameReason.CORRUPT_JPEG, "truncated before the frame header")
+        marker = data[i]
+        i += 1
+        if marker == 0x01 or marker in _RST:  # no length, nothing to skip
+            continue
+        if marker in (0x00, 0xD8, 0xD9, 0xDA):
+            raise FrameRejected(
+                FrameReason.CORRUPT_JPEG, f"marker {marker:02X} before a frame header"
+            )
+        if i + 2 > n:
+            raise FrameRejected(FrameReason.CORRUPT_JPEG, "truncated segment length")
+        length = int.from_bytes(data[i : i + 2], "big")
+        if length < 2 or i + length > n:
+            raise FrameRejected(FrameReason.CORRUPT_JPEG, f"segment {marker:02X} of bad length")
+        if marker in _SOF:
+            if length < 8:
+                raise FrameRejected(FrameReason.CORRUPT_JPEG, "short frame header")
+            height = int.from_bytes(data[i + 3 : i + 5], "big")
+            width = int.from_bytes(data[i + 5 : i + 7], "big")
+            return width, height
+        i += length
+
+
+def parse_frame_headers(part: Part, size: tuple[int, int] | None = None) -> CameraFrame:
+    """Check a part's stigmesh headers and JPEG markers; raise :class:`FrameRejected`.
+
+    With ``size`` (width, height), the JPEG must declare exactly that size (``frame_size``).
+    """
     capture_ms = _header_int(part.headers, "x-capture-ms", 10, 2**63 - 1)  # u64 uptime
     boot_id = _header_int(part.headers, "x-boot-id", 16, 2**32 - 1)
     seq = _header_int(part.headers, "x-frame-seq", 10, 2**63 - 1)
     body = part.body
     if len(body) < 4 or not body.startswith(JPEG_SOI) or not body.rstrip(b"\0").endswith(JPEG_EOI):
         raise FrameRejected(FrameReason.CORRUPT_JPEG, "missing JPEG SOI/EOI markers")
+    if size is not None:
+        declared = jpeg_size(body)
+        if declared != size:
+            raise FrameRejected(
+                FrameReason.FRAME_SIZE,
+                f"{declared[0]}x{declared[1]}, the camera's is {size[0]}x{size[1]}",
+            )
     return CameraFrame(capture_ms, boot_id, seq, body)
 
 

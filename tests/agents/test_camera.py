@@ -101,10 +101,48 @@ def test_crafted_parts_are_rejected_by_reason_and_counted(pipeline: Pipeline):
     assert info["t_decoded"] <= info["t_detected"] <= info["t_posed"] <= info["t_done"]
 
 
+def _segments_through_sof(jpeg: bytes) -> bytes:
+    """The JPEG from SOI through its frame header (SOF0), without tables or scan."""
+    i = 2
+    while True:
+        marker, length = jpeg[i + 1], int.from_bytes(jpeg[i + 2 : i + 4], "big")
+        i += 2 + length
+        if marker == 0xC0:
+            return jpeg[:i]
+
+
+def _bomb() -> bytes:
+    """The 333-byte JPEG of an 8x8 image whose frame header says 32000x32000."""
+    ok, buf = cv2.imencode(".jpg", np.zeros((8, 8), np.uint8))
+    assert ok
+    small = bytearray(buf)
+    at = len(_segments_through_sof(bytes(small))) - 8  # SOF0 ends: height, width, 1 component
+    assert small[at : at + 4] == bytes([0, 8, 0, 8])
+    small[at : at + 4] = (32000).to_bytes(2, "big") * 2
+    return bytes(small)
+
+
+def test_a_decompression_bomb_is_refused_before_decoding(pipeline: Pipeline):
+    bomb = _bomb()
+    assert len(bomb) == 333
+    rec = Recorder()
+    driver = _driver(pipeline, rec, clock=lambda: 50.0)
+    head = {"X-Capture-Ms": "49990", "X-Boot-Id": f"{BOOT:08x}"}
+    driver.feed(response_head() + _part({**head, "X-Frame-Seq": "1"}, bomb), 50.0)
+    stats = driver.stats()  # refused on its header: it never reaches the decoder
+    assert stats["rejected"] == {"frame_size": 1} and not stats["pending"]
+    assert not driver.process_newest()
+    big = np.full((480, 640), 90, np.uint8)  # a real JPEG of another size is refused too
+    driver.feed(_part({**head, "X-Frame-Seq": "2"}, bytes(cv2.imencode(".jpg", big)[1])), 50.0)
+    driver.feed(_part({**head, "X-Frame-Seq": "3"}, JPEG), 50.0)  # the camera's own size
+    stats = driver.stats()
+    assert stats["rejected"] == {"frame_size": 2} and stats["accepted"] == 1
+
+
 def test_a_part_opencv_cannot_decode_is_a_corrupt_jpeg(pipeline: Pipeline):
     rec = Recorder()
     driver = _driver(pipeline, rec, clock=lambda: 50.0)
-    garbage = b"\xff\xd8" + bytes(range(256)) * 8 + b"\xff\xd9"  # markers right, content not
+    garbage = _segments_through_sof(JPEG) + b"\xff\xd9"  # the right size, and no image
     stream = response_head() + _part(
         {"X-Capture-Ms": "49990", "X-Boot-Id": f"{BOOT:08x}", "X-Frame-Seq": "1"}, garbage
     )
@@ -219,3 +257,55 @@ def test_slow_pipeline_drops_frames_never_queues_and_reconnects(pipeline: Pipeli
     waits = [info["wait_ms"] for _, info in rec.batches]
     assert max(waits) < 100.0  # a frame waits at most about one pipeline run, never a queue
     assert stats["rejected"].get(SUPERSEDED, 0) == stats["dropped"]
+
+
+def _trickle(server: socket.socket, stop: threading.Event, gap: float) -> None:
+    """Accept one client and send it an endless part, a byte every ``gap`` s."""
+    server.settimeout(10.0)
+    try:
+        conn, _ = server.accept()
+    except TimeoutError:
+        return
+    with conn:
+        conn.recv(4096)
+        head = encode_part(JPEG, 1, BOOT, 1)
+        conn.sendall(response_head() + head[: head.index(b"\r\n\r\n") + 4])
+        for byte in JPEG:
+            if stop.wait(gap):
+                return
+            try:
+                conn.sendall(bytes([byte]))
+            except OSError:
+                return
+
+
+def test_a_trickling_stream_is_dropped_at_the_frame_deadline(pipeline: Pipeline):
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+    thread = threading.Thread(target=_trickle, args=(server, stop, 0.05), daemon=True)
+    thread.start()
+    dropped = threading.Event()
+    reasons: list[str] = []
+
+    def log(event: str, **fields: Any) -> None:
+        if event == "camera_disconnected":
+            reasons.append(fields["reason"])
+            dropped.set()
+
+    driver = CameraDriver(
+        "127.0.0.1", pipeline, lambda: BOOT, lambda u: u, Recorder().on_batch, log,
+        port=server.getsockname()[1], frame_timeout=1.0, backoff=(5.0, 5.0),
+    )  # fmt: skip
+    driver.start()
+    began = time.monotonic()
+    try:
+        # a byte every 50 ms never lets a read time out; the part's deadline does
+        assert dropped.wait(8.0), "the trickling stream held the connection"
+        took = time.monotonic() - began
+    finally:
+        stop.set()
+        driver.stop()
+        thread.join(5.0)
+        server.close()
+    assert reasons[0] == "stream_stalled" and took < 4.0
+    assert driver.stats()["parts"] == 0

@@ -17,6 +17,7 @@ from protocol.mjpeg import (
     MjpegReason,
     Part,
     encode_part,
+    jpeg_size,
     parse_frame_headers,
     response_head,
 )
@@ -129,3 +130,59 @@ def test_fuzz_parser_raises_only_its_own_errors(junk: bytes, step: int) -> None:
                         parse_frame_headers(part)
         except MjpegError:
             pass
+
+
+def _jpeg(width: int, height: int, before_sof: bytes = b"") -> bytes:
+    """A JPEG's header as an encoder writes it (APP0, SOF0), then a scan and EOI."""
+    app0 = b"\xff\xe0\x00\x10JFIF\x00" + bytes(9)
+    sof = (b"\xff\xc0\x00\x0b\x08" + height.to_bytes(2, "big") + width.to_bytes(2, "big")
+           + b"\x01\x01\x11\x00")  # fmt: skip
+    sos = b"\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00" + bytes(40)
+    return b"\xff\xd8" + app0 + before_sof + sof + sos + b"\xff\xd9"
+
+
+def test_jpeg_size_is_read_from_the_frame_header_not_from_lookalikes() -> None:
+    assert jpeg_size(_jpeg(320, 240)) == (320, 240)
+    fake = b"\xff\xc0\x00\x0b\x08\x7d\x00\x7d\x00\x01\x01\x11\x00"  # says 32000x32000
+    comment = b"\xff\xfe" + (2 + len(fake)).to_bytes(2, "big") + fake  # inside a COM segment
+    assert jpeg_size(_jpeg(320, 240, comment + b"\xff\xff")) == (320, 240)  # and fill bytes
+    assert jpeg_size(_jpeg(32000, 32000)) == (32000, 32000)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\xff\xd8\xff\xd9",  # no frame header at all
+        _jpeg(320, 240)[:30],  # truncated inside the frame header
+        b"\xff\xd8\xff\xda\x00\x08" + _jpeg(320, 240)[2:],  # a scan before the frame header
+        b"\xff\xd8\x00" + _jpeg(320, 240)[2:],  # not a marker where one must be
+        b"\xff\xd8\xff\xe0\x00\x01" + _jpeg(320, 240)[2:],  # a segment length under 2
+        b"\xff\xd8\xff\xc0\x00\x05\x08\x00\xf0\xff\xd9",  # a frame header too short
+    ],
+)
+def test_a_jpeg_without_a_sound_frame_header_is_corrupt(body: bytes) -> None:
+    with pytest.raises(FrameRejected) as info:
+        jpeg_size(body)
+    assert info.value.reason == FrameReason.CORRUPT_JPEG
+
+
+def test_a_frame_of_another_size_is_refused_before_decoding() -> None:
+    headers = {"x-capture-ms": "1", "x-boot-id": "1", "x-frame-seq": "1"}
+    assert parse_frame_headers(Part(headers, _jpeg(320, 240)), (320, 240)).seq == 1
+    for width, height in ((32000, 32000), (240, 320), (640, 480), (0, 0)):
+        with pytest.raises(FrameRejected) as info:
+            parse_frame_headers(Part(headers, _jpeg(width, height)), (320, 240))
+        assert info.value.reason == FrameReason.FRAME_SIZE
+    with pytest.raises(FrameRejected) as info:
+        parse_frame_headers(Part(headers, b"\xff\xd8" + bytes(50) + b"\xff\xd9"), (320, 240))
+    assert info.value.reason == FrameReason.CORRUPT_JPEG
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=300), st.integers(min_value=0, max_value=60))
+def test_fuzz_jpeg_size_raises_only_its_own_error(junk: bytes, cut: int) -> None:
+    good = _jpeg(320, 240)
+    for data in (b"\xff\xd8" + junk, good[:cut] + junk, junk + good):
+        with contextlib.suppress(FrameRejected):
+            width, height = jpeg_size(data)
+            assert 0 <= width < 65536 and 0 <= height < 65536
