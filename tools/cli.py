@@ -31,6 +31,8 @@ COMMANDS = (
     Command("agent", "tools.agent_cmd", "one robot's agent (its own process, its own car)"),
     Command("car", "tools.car_cmd",
             "bring-up and bench tools for one car (status, probe, stop, estop, drive)"),
+    Command("tags", "tools.tags_cmd",
+            "a PDF of every tag of a site at its physical size, with ids and cut marks"),
     Command("run", "tools.run_cmd",
             "run a scenario: real processes, or --lockstep in virtual time"),
     Command("sweep", "tools.sweep",
