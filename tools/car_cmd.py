@@ -7,9 +7,15 @@
     reset-estop   clear a latched e-stop (HELLO with flag bit 0)
     drive         drive --left L --right R --for SECONDS, through the real
                   controller session (clock sync, ARM gesture, 30 Hz DRIVE, STOP)
+    teleop        drive from the keyboard with the car's telemetry on screen
+                  (arrows/WASD, space STOP, e ESTOP, r reset the e-stop, q quit)
 
 Everything goes through :class:`~protocol.mz01.session.ControllerSession`, in
 a plain blocking loop: the same rules the agent obeys.
+
+Every action watches the car's telemetry and says in one line when it does
+not match what is expected: another robot id than ``--expect-id``, or a new
+boot nonce during the session (the car rebooted).
 
 Note: HELLO makes this tool the car's telemetry destination; an agent that is
 connected to the car but not driving it will reconnect by itself within 0.35 s.
@@ -23,6 +29,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from agents.carlink.lock import CarLock, CarLockedError
 from protocol.mz01.session import (
@@ -31,24 +38,99 @@ from protocol.mz01.session import (
     ControllerSession,
     SessionConfig,
     SessionState,
+    StateChange,
 )
 from protocol.mz01.telemetry import Telemetry
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_CAR, EXIT_LOCKED = 0, 1, 2, 3, 4
 
 
+def warn(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the car's telemetry should say (from flags today; a robot config later)."""
+
+    robot_id: int | None = None
+
+
+class TelemetryWatch:
+    """Compares each new telemetry with what is expected and with the session's first boot.
+
+    ``notice`` gets one line per finding: a robot id other than expected (once
+    per id), and every change of the boot nonce (the car rebooted).
+    """
+
+    def __init__(self, address: str, expected: Expected, notice: Callable[[str], None]) -> None:
+        self.address = address
+        self.expected = expected
+        self.notice = notice
+        self.boot: int | None = None
+        self._seen: Telemetry | None = None
+        self._wrong_ids: set[int] = set()
+
+    def check(self, t: Telemetry | None) -> None:
+        if t is None or t is self._seen:
+            return
+        self._seen = t
+        want = self.expected.robot_id
+        if want is not None and t.id != want and t.id not in self._wrong_ids:
+            self._wrong_ids.add(t.id)
+            self.notice(
+                f"the car at {self.address} reports robot id {t.id}, but {want} is expected: "
+                "wrong address, or the car's id is set wrong"
+            )
+        if self.boot is not None and t.boot != self.boot:
+            self.notice(
+                f"the car rebooted: boot {self.boot:08x} -> {t.boot:08x}, up "
+                f"{t.uptime_ms / 1000:.1f} s; it came back disarmed, e-stop "
+                f"{'latched' if t.estop else 'clear'} (a reset, a brown-out or a crash)"
+            )
+        self.boot = t.boot
+
+
 class CarTool:
     """A controller session over one UDP socket, stepped by a blocking loop."""
 
-    def __init__(self, address: str, robot_id: int = 0) -> None:
+    def __init__(
+        self,
+        address: str,
+        robot_id: int = 0,
+        expected: Expected | None = None,
+        notice: Callable[[str], None] = warn,
+    ) -> None:
         self.address = address
         self.session = ControllerSession(SessionConfig(robot_id=robot_id))
+        self.watch = TelemetryWatch(address, expected or Expected(), notice)
+        self.history: list[StateChange] = []
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("", 0))
         self.sock.setblocking(False)
 
     def close(self) -> None:
         self.sock.close()
+
+    def service(self, now: float) -> float | None:
+        """Run the session's due timers and send; returns its next timer."""
+        timer = self.session.get_timer()
+        if timer is not None and timer <= now:
+            self.session.handle_timer(now)
+        self.flush()
+        return self.session.get_timer()
+
+    def receive(self) -> None:
+        """Feed every waiting datagram from the car to the session."""
+        while True:
+            try:
+                data, (host, port) = self.sock.recvfrom(65536)
+            except BlockingIOError:
+                break
+            if host == self.address and port in (COMMAND_PORT, PROBE_PORT):
+                self.session.receive_datagram(data, port, time.monotonic())
+                self.watch.check(self.session.telemetry)
+        self.flush()
 
     def pump(self, until: Callable[[float], bool], timeout: float) -> bool:
         """Run the session until ``until(now)`` is true or ``timeout`` passes."""
@@ -59,32 +141,25 @@ class CarTool:
                 return True
             if now >= deadline:
                 return False
-            timer = self.session.get_timer()
-            if timer is not None and timer <= now:
-                self.session.handle_timer(now)
-            self.flush()
-            timer = self.session.get_timer()
+            timer = self.service(now)
             wait = min(deadline, timer if timer is not None else deadline) - time.monotonic()
             readable, _, _ = select.select([self.sock], [], [], max(0.0, min(wait, 0.05)))
             if readable:
-                while True:
-                    try:
-                        data, (host, port) = self.sock.recvfrom(65536)
-                    except BlockingIOError:
-                        break
-                    if host == self.address and port in (COMMAND_PORT, PROBE_PORT):
-                        self.session.receive_datagram(data, port, time.monotonic())
-                self.flush()
+                self.receive()
 
     def flush(self) -> None:
         for tx in self.session.datagrams_to_send():
             self.sock.sendto(tx.data, (self.address, tx.port))
+        self.history.extend(self.session.events())
 
     def connect(self, timeout: float) -> Telemetry:
         if not self.pump(lambda now: self.session.telemetry is not None, timeout):
+            wanted = self.session.config.robot_id
+            hint = (f"; or it is not robot {wanted} (a car ignores a HELLO for another id: "
+                    "try without --id)") if wanted else ""
             raise TimeoutError(
                 f"no telemetry from {self.address} within {timeout:g} s: is the car powered, "
-                f"on this network, and listening on UDP {COMMAND_PORT}?"
+                f"on this network, and listening on UDP {COMMAND_PORT}?{hint}"
             )
         assert self.session.telemetry is not None
         return self.session.telemetry
@@ -109,7 +184,10 @@ def describe(t: Telemetry) -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("address", help="the car's IPv4 address or host name")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--id", type=int, default=0, help="expected robot id (default: any)")
+    common.add_argument("--id", type=int, default=0,
+                        help="talk only to this robot id; other ids are ignored (default: any)")
+    common.add_argument("--expect-id", type=int, default=None, metavar="N",
+                        help="warn when the car reports another robot id than N")
     common.add_argument("--timeout", type=float, default=3.0,
                         help="seconds to wait for the car (default 3)")
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -126,6 +204,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     drive.add_argument("--right", type=float, required=True, help="right duty in [-1, 1]")
     drive.add_argument("--for", dest="seconds", type=float, required=True,
                        help="seconds to drive (at most 30)")
+    teleop = sub.add_parser(
+        "teleop", parents=[common],
+        help="drive from the keyboard: arrows/WASD, space STOP, e ESTOP, r reset, q quit")
+    from tools.car_teleop import add_teleop_arguments  # it imports this module
+
+    add_teleop_arguments(teleop)
 
 
 def _say(text: str) -> None:
@@ -237,7 +321,7 @@ def _drive(tool: CarTool, args: argparse.Namespace) -> int:
         s.close(time.monotonic())
         tool.flush()
         tool.pump(lambda now: False, 0.2)
-    events = [f"{e.new.value} ({e.reason})" for e in s.events()]
+    events = [f"{e.new.value} ({e.reason})" for e in tool.history]
     if interrupted:
         _say("the drive was interrupted: " + "; ".join(events[-3:]))
         return EXIT_FAILED
@@ -246,12 +330,20 @@ def _drive(tool: CarTool, args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    expect_ok = args.expect_id is None or 1 <= args.expect_id <= 255
+    if not 0 <= args.id <= 255 or not expect_ok:
+        print("stigmesh car: --id and --expect-id take a robot id 1..255", file=sys.stderr)
+        return EXIT_USAGE
     try:
         address = socket.gethostbyname(args.address)
     except OSError as exc:
         print(f"stigmesh car: cannot resolve {args.address!r}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    tool = CarTool(address, args.id)
+    if args.action == "teleop":
+        from tools.car_teleop import teleop_main  # it imports this module
+
+        return teleop_main(address, args)
+    tool = CarTool(address, args.id, Expected(args.expect_id))
     try:
         if args.action == "status":
             return _status(tool, args)

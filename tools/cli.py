@@ -30,7 +30,7 @@ COMMANDS = (
             "the simulated world: every car behind its own loopback address"),
     Command("agent", "tools.agent_cmd", "one robot's agent (its own process, its own car)"),
     Command("car", "tools.car_cmd",
-            "bring-up and bench tools for one car (status, probe, stop, estop, drive)"),
+            "bring-up and bench tools for one car (status, probe, stop, estop, drive, teleop)"),
     Command("tags", "tools.tags_cmd",
             "a PDF of every tag of a site at its physical size, with ids and cut marks"),
     Command("run", "tools.run_cmd",
