@@ -87,6 +87,15 @@ class ReadStats:
     bad_lines: int = 0
 
 
+MAX_INT_DIGITS = 308  # a longer integer does not fit a float, as readers use numbers
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError("an integer too large for a float")
+    return int(text)
+
+
 def read_run_log(path: Path, stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
     """Yield each well-formed line as a dict; skip and count damaged ones."""
     stats = stats if stats is not None else ReadStats()
@@ -94,8 +103,8 @@ def read_run_log(path: Path, stats: ReadStats | None = None) -> Iterator[dict[st
         for line in f:
             stats.lines += 1
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
+                obj = json.loads(line, parse_int=_parse_int)
+            except (ValueError, RecursionError):  # not JSON, a number too long, too deep
                 stats.bad_lines += 1
                 continue
             if not isinstance(obj, dict) or "event" not in obj or "t" not in obj:

@@ -88,6 +88,43 @@ def test_truncated_last_line_and_unknown_events_are_survived(lockstep_run, run_c
     np.testing.assert_array_equal(a.series.x, b.series.x)
 
 
+def test_hostile_lines_are_skipped_counted_and_reported(
+    run_copy: Path, tmp_path: Path, capsys
+) -> None:
+    world = run_copy / "world.jsonl"
+    lines = world.read_text(encoding="utf-8").splitlines(keepends=True)
+    boot = next(i for i, line in enumerate(lines) if '"event":"boot"' in line)
+    lines[boot] = lines[boot].replace('"car":1,', '"car":"one",', 1)  # a non-integer car id
+    assert '"car":"one"' in lines[boot]
+    world.write_text("".join([*lines,
+        "[" * 100_000 + "]" * 100_000 + "\n",  # RecursionError in json.loads
+        '{"t": 1e308, "proc": "world", "event": "rtf", "rtf": 1.0}\n',  # time base to 1e308
+        '{"t": ' + "9" * 400 + ', "proc": "world", "event": "rtf"}\n',  # no float holds it
+        '{"t": 1005.0, "proc": "world", "event": "truth", "cars": 7, "target": null}\n',
+        '{"t": 1005.0, "proc": "world", "event": "truth", "cars": [{"id": 1.5}], "target": null}\n',
+    ]), encoding="utf-8")  # fmt: skip
+    walnut = run_copy / "walnut.jsonl"
+    with walnut.open("a", encoding="utf-8") as f:  # core inputs the re-run could not parse
+        f.write('{"t": 1005.0, "proc": "walnut", "event": "car", "duty": "x", "gyro": null}\n')
+        f.write('{"t": 1005.0, "proc": "walnut", "event": "rx", "ok": true, "src": ["a", 1], '
+                '"raw": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}\n')  # fmt: skip
+        f.write('{"t": 1005.0, "proc": "walnut", "event": "obs", "t_capture": "soon", '
+                '"synchronized": true, "tags": [], "target": null}\n')  # fmt: skip
+        f.write('{"t": 1005.0, "proc": "walnut", "event": "belief", "pose": [1, "a", 2]}\n')
+    run = load_run(run_copy)
+    assert run.world is not None and run.world.stats.bad_lines == 6
+    assert run.agents["walnut"].stats.bad_lines == 4 and run.skipped == 10
+    assert run.car_names() == {1: "walnut", 2: "hazel"}
+    out = tmp_path / "report"
+    rc = replay_main.main(
+        _args(str(run_copy), "--out", str(out), "--arena", "two_cars", "--fusion", "naive")
+    )
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "skipped 10 damaged line(s) in all" in printed
+    assert "world.jsonl: 6 damaged line(s)" in printed and (out / "metrics.json").exists()
+
+
 def test_missing_agent_and_missing_world(run_copy: Path) -> None:
     (run_copy / "hazel.jsonl").unlink()
     run = load_run(run_copy)

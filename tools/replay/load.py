@@ -2,11 +2,17 @@
 
 One :class:`ProcessLog` per ``*.jsonl`` file: ``world.jsonl`` is the world
 server, every other file is an agent named by the file's stem. Damaged lines
-(a killed process's truncated last line, or anything that is not an object
-with a finite ``t`` and a string ``event``) are skipped and counted; unknown
-events and keys are kept and ignored by the metrics. A missing world or agent
-log is a note in the report, not an error. Only a directory that holds no
-run log at all is refused, with :class:`NotARunError`.
+are skipped and counted, never fatal: a killed process's truncated last line,
+a line that is not JSON or nests too deep to parse, anything that is not an
+object with a finite ``t`` and a string ``event``, a ``t`` more than
+:data:`MAX_RUN_SPAN` from the run's median time (no run lasts days; one wild
+``t`` would stretch the time base to ages), and a line whose fields the
+readers index have the wrong type (:func:`line_damage`: a car id that is not
+an integer, a car list that is not a list, ...) or, for an agent's core
+inputs, that the re-run could not parse. Unknown events and keys are
+kept and ignored by the metrics. A missing world or agent log is a note in
+the report, not an error. Only a directory that holds no run log at all is
+refused, with :class:`NotARunError`.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from agents.faults import ByzantineSpec
+from agents.node import batch_from_fields
+from protocol.errors import ProtocolError
 from protocol.runlog import LOG_SUFFIX, ReadStats, b64, read_run_log
 from protocol.swarm.codec import decode_payload
 from protocol.swarm.errors import SwarmDecodeError
@@ -27,6 +36,7 @@ from protocol.swarm.messages import MAC_LEN, MAX_DATAGRAM_LIMIT, Message
 from worlds.arena import ARENA_DIR, Arena, ArenaError, load_arena, shipped_arena
 
 WORLD = "world"
+MAX_RUN_SPAN = 86400.0  # s: a line further than a day from the run's median time is damaged
 Line = dict[str, Any]
 Progress = Callable[[str], None]
 
@@ -71,6 +81,7 @@ class RunDir:
     world: ProcessLog | None
     agents: dict[str, ProcessLog]
     notes: list[str] = field(default_factory=list)
+    skipped: int = 0  # damaged lines skipped, over every log
 
     @property
     def t_start(self) -> float:
@@ -97,34 +108,120 @@ class RunDir:
             return names
         start = self.world_start
         if start is not None:
-            for car in start.get("cars") or []:
-                if isinstance(car, dict) and "id" in car and "name" in car:
-                    names[int(car["id"])] = str(car["name"])
+            for car in start.get("cars") or []:  # ids and names checked by line_damage
+                names[car["id"]] = car["name"]
         for boot in self.world.events("boot"):
             if "car" in boot and "name" in boot:
-                names[int(boot["car"])] = str(boot["name"])
+                names[boot["car"]] = boot["name"]
         return names
 
 
-def _well_formed(line: Line) -> bool:
-    t = line.get("t")
-    return (
-        isinstance(t, int | float)
-        and not isinstance(t, bool)
-        and math.isfinite(t)
-        and isinstance(line.get("event"), str)
+def _number(value: object) -> bool:
+    """A finite JSON number that converts to a float (an integer of 400 digits does not)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
+
+
+def _car_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _numbers(value: object, n: int) -> bool:
+    return isinstance(value, list) and len(value) == n and all(_number(x) for x in value)
+
+
+def _cars(value: object, named: bool = False) -> bool:
+    """A list of car objects whose ids (and names) are of the right type."""
+    return isinstance(value, list) and all(
+        isinstance(car, dict)
+        and _car_id(car.get("id"))
+        and (not named or isinstance(car.get("name"), str))
+        for car in value
     )
+
+
+# Fields the readers index without looking, by process kind and event; checked when present.
+_FIELDS: dict[tuple[str, str], dict[str, Callable[[object], bool]]] = {
+    (WORLD, "start"): {"cars": lambda v: _cars(v, named=True)},
+    (WORLD, "boot"): {"name": lambda v: isinstance(v, str)},
+    (WORLD, "truth"): {"cars": _cars, "target": lambda v: v is None or isinstance(v, dict)},
+    ("agent", "belief"): {"pose": lambda v: v is None or _numbers(v, 3)},
+}
+
+
+def line_damage(line: Line, world: bool) -> str | None:
+    """Why a decoded line cannot be used (None when it can); ``world``: from world.jsonl."""
+    if not _number(line.get("t")):
+        return "t is not a finite number"
+    event = line.get("event")
+    if not isinstance(event, str):
+        return "event is not a string"
+    if world and "car" in line and not _car_id(line["car"]):  # the world names cars by id
+        return "car id is not an integer"
+    for key, fits in _FIELDS.get((WORLD if world else "agent", event), {}).items():
+        if key in line and not fits(line[key]):
+            return f"{event}.{key} is malformed"
+    return None
 
 
 def read_process_log(path: Path, name: str) -> ProcessLog:
     stats = ReadStats()
     lines: list[Line] = []
     for line in read_run_log(path, stats):
-        if _well_formed(line):
+        if line_damage(line, name == WORLD) is None:
             lines.append(line)
         else:
             stats.bad_lines += 1
     return ProcessLog(name, path, lines, stats)
+
+
+def _pair(value: object) -> bool:
+    return isinstance(value, list) and len(value) == 2
+
+
+def _replayable(line: Line, swarm_id: int | None) -> bool:
+    """Whether a core input parses as the re-run parses it (agents.node.replay_inputs)."""
+    event = line["event"]
+    try:
+        if event == "rx" and line.get("ok"):
+            data = b64(line["raw"])
+            if swarm_id is not None:
+                decode_payload(data[:-MAC_LEN], swarm_id)
+            return _pair(line["src"])
+        if event == "discovered":
+            addr = line["addr"]
+            return _pair(addr) and int(addr[1]) >= 0 and "peer" in line and "epoch" in line
+        if event == "car":
+            return _pair(line["duty"]) and "gyro" in line
+        if event == "obs":
+            batch_from_fields(line)
+        elif event == "byzantine" and line["spec"] is not None:
+            ByzantineSpec.from_mapping(line["spec"])
+            int(line["seed"])
+    except (ProtocolError, ValueError, TypeError, KeyError, IndexError, OverflowError):
+        return False
+    return True
+
+
+def _drop_unreplayable(log: ProcessLog) -> None:
+    """Count as damaged the core inputs the re-run could not parse."""
+    swarm_id = swarm_id_of(log)
+    kept = [line for line in log.lines if _replayable(line, swarm_id)]
+    log.stats.bad_lines += len(log.lines) - len(kept)
+    log.lines = kept
+
+
+def _drop_far_lines(logs: list[ProcessLog]) -> None:
+    """Count as damaged the lines further than :data:`MAX_RUN_SPAN` from the median time."""
+    times = [line["t"] for log in logs for line in log.lines]
+    if not times:
+        return
+    middle = float(np.median(np.asarray(times, dtype=np.float64)))
+    for log in logs:
+        kept = [line for line in log.lines if abs(line["t"] - middle) <= MAX_RUN_SPAN]
+        log.stats.bad_lines += len(log.lines) - len(kept)
+        log.lines = kept
 
 
 def load_run(path: Path, progress: Progress | None = None) -> RunDir:
@@ -140,23 +237,29 @@ def load_run(path: Path, progress: Progress | None = None) -> RunDir:
     world: ProcessLog | None = None
     agents: dict[str, ProcessLog] = {}
     notes: list[str] = []
+    read: list[ProcessLog] = []
     for file in files:
         name = file.name.removesuffix(LOG_SUFFIX)
         try:
-            log = read_process_log(file, name)
+            read.append(read_process_log(file, name))
         except OSError as e:
             notes.append(f"{file.name}: unreadable ({e.strerror or e})")
-            continue
+    _drop_far_lines(read)
+    for log in read:
+        if log.name != WORLD:
+            _drop_unreplayable(log)
+    for log in read:
         if log.stats.bad_lines:
             notes.append(
-                f"{file.name}: {log.stats.bad_lines} damaged line(s) of {log.stats.lines} skipped"
+                f"{log.path.name}: {log.stats.bad_lines} damaged line(s) of {log.stats.lines} "
+                "skipped"
             )
         if progress is not None:
-            progress(f"read {file.name}: {len(log.lines)} events")
-        if name == WORLD:
+            progress(f"read {log.path.name}: {len(log.lines)} events")
+        if log.name == WORLD:
             world = log
         else:
-            agents[name] = log
+            agents[log.name] = log
     logs = [*agents.values(), *([world] if world else [])]
     if not any(log.lines for log in logs):
         raise NotARunError(path, f"none of its {len(files)} *{LOG_SUFFIX} files holds a run event")
@@ -171,7 +274,7 @@ def load_run(path: Path, progress: Progress | None = None) -> RunDir:
             del agents[name]
     if not agents:
         notes.append("no agent logs")
-    return RunDir(path, world, agents, notes)
+    return RunDir(path, world, agents, notes, sum(log.stats.bad_lines for log in read))
 
 
 # ---------------------------------------------------------------- the arena

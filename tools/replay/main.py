@@ -116,6 +116,8 @@ def main(args: argparse.Namespace) -> int:
     room = room_cells_of(arena.room.size_x, arena.room.size_y, cell) if arena else None
     for note in run.notes:
         _say(f"note: {note}")
+    if run.skipped:
+        _say(f"skipped {run.skipped} damaged line(s) in all")
     an = analyse(run, cell_size=cell, coverage_var=args.coverage_var, room_cells=room,
                  progress=_say)  # fmt: skip
     reruns = None
