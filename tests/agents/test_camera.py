@@ -18,9 +18,9 @@ from agents.camera import (
 )
 from agents.observations import ObservationBatch
 from agents.perception.pipeline import FrameResult, Pipeline, PredictedPose
-from agents.perception.tagmap import map_from_arena
 from protocol.mjpeg import MjpegError, encode_part, response_head
 from tests.agents.perception.scenes import wall_arena
+from tools.agent_config import simulated_tag_map
 
 BOOT = 0xABCD1234
 OLD_BOOT = 0x11111111
@@ -58,7 +58,7 @@ class Recorder:
 
 @pytest.fixture(scope="module")
 def pipeline() -> Pipeline:
-    return Pipeline(map_from_arena(wall_arena()))
+    return Pipeline(simulated_tag_map(wall_arena()))
 
 
 def _driver(pipeline: Pipeline, rec: Recorder, car_to_local=lambda u: u, **kw) -> CameraDriver:

@@ -56,7 +56,7 @@ def raw(path: Path, payload: bytes) -> dict[str, Any]:
         sock.connect(str(path))
         stream = sock.makefile("rwb")
         hello = json.loads(stream.readline())
-        assert hello["server"] == "walnut" and len(bytes.fromhex(hello["challenge"])) == 16
+        assert len(bytes.fromhex(hello["challenge"])) == 16  # from a fresh random source
         sock.sendall(payload)
         line = stream.readline()
     return json.loads(line) if line else {}
