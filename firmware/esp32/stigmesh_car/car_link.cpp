@@ -19,6 +19,7 @@
 #include <lwip/sockets.h>
 #include <string.h>
 
+#include "car_board.h"
 #include "car_config.h"
 
 namespace {
@@ -88,10 +89,30 @@ void send_to(int sock, const mz01_endpoint &to, const void *data, size_t len)
     sendto(sock, data, len, 0, reinterpret_cast<sockaddr *>(&addr), sizeof addr);
 }
 
+// The board's extra members (car_board.h) go before the closing brace of the
+// core's object json[0..len): written right after it, then that '}' becomes
+// ',' and a '}' ends them. Returns the new length; without extras, or
+// without room, the object is left as it was.
+int append_extra(char *json, int len, size_t cap)
+{
+    if (len < 2 || (size_t)len + 2 > cap) {
+        return len;
+    }
+    const int extra = car_telemetry_extra(json + len, cap - (size_t)len - 1);
+    if (extra <= 0 || (size_t)len + (size_t)extra + 2 > cap) {
+        json[len] = '\0';
+        return len;
+    }
+    json[len - 1] = ',';
+    json[len + extra] = '}';
+    json[len + extra + 1] = '\0';
+    return len + extra + 1;
+}
+
 // Telemetry from UDP 4210 to each destination, from a snapshot of the state.
 void send_telemetry(const mz01_endpoint *to, uint8_t count)
 {
-    static char json[MZ01_TELEMETRY_BUF_LEN];  // command task only
+    static char json[MZ01_TELEMETRY_DATAGRAM_MAX];  // command task only
     mz01_car snapshot;
     uint64_t now;
     taskENTER_CRITICAL(&s_car_lock);
@@ -101,12 +122,13 @@ void send_telemetry(const mz01_endpoint *to, uint8_t count)
 
     mz01_board_info board;
     board.rssi_dbm = WiFi.isConnected() ? (int8_t)WiFi.RSSI() : 0;
-    board.has_gyro_z = false;  // the FNK0053 has no gyro
     board.gyro_z = 0.0f;
-    const int len = mz01_telemetry_format(&snapshot, now, &board, json, sizeof json);
+    board.has_gyro_z = car_gyro_z(&board.gyro_z);
+    int len = mz01_telemetry_format(&snapshot, now, &board, json, MZ01_TELEMETRY_BUF_LEN);
     if (len <= 0) {
         return;  // cannot happen with MZ01_TELEMETRY_BUF_LEN; never send a partial object
     }
+    len = append_extra(json, len, sizeof json);
     for (uint8_t i = 0; i < count; i++) {
         send_to(s_cmd_sock, to[i], json, (size_t)len);
     }

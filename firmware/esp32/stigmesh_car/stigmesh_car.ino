@@ -13,7 +13,8 @@
 //           TCP 8080, camera health, mDNS, Wi-Fi: all best-effort.
 //
 // Build: see firmware/README.md (arduino-cli with --library ../../core, or
-// PlatformIO). Not compiled on the machine this was written on.
+// PlatformIO). No ESP32 compiler on the machine this was written on; the same
+// sources run there as the SITL car (firmware/sitl: `make -C firmware sitl`).
 #include <Arduino.h>
 #include <ESPmDNS.h>
 #include <WiFi.h>
@@ -33,12 +34,12 @@
 #endif
 
 #include "camera_stream.h"
+#include "car_board.h"
 #include "car_config.h"
 #include "car_link.h"
 #include "mz01_core.h"
 #include "pca9685_motors.h"
 
-static_assert(STIGMESH_ROBOT_ID >= 1 && STIGMESH_ROBOT_ID <= 255, "robot id is 1..255");
 static_assert(configTICK_RATE_HZ % (1000 / SAFETY_TICK_MS) == 0,
               "the FreeRTOS tick must divide the 5 ms safety period exactly");
 static_assert(SAFETY_TICK_MS * 1000 == MZ01_TICK_US, "MZ01 ticks every 5 ms");
@@ -111,8 +112,8 @@ void advertise(uint32_t boot_nonce)
     char host[32];
     char id_txt[8];
     char boot_txt[12];
-    snprintf(host, sizeof host, STIGMESH_HOSTNAME_PREFIX "%u", (unsigned)STIGMESH_ROBOT_ID);
-    snprintf(id_txt, sizeof id_txt, "%u", (unsigned)STIGMESH_ROBOT_ID);
+    snprintf(host, sizeof host, STIGMESH_HOSTNAME_PREFIX "%u", (unsigned)car_robot_id());
+    snprintf(id_txt, sizeof id_txt, "%u", (unsigned)car_robot_id());
     snprintf(boot_txt, sizeof boot_txt, "%lu", (unsigned long)boot_nonce);  // decimal, as telemetry "boot"
     if (!MDNS.begin(host)) {
         Serial.println("mdns: start failed");
@@ -155,7 +156,7 @@ void setup()
     // esp_random() is a true RNG only while the radio is on: draw after WiFi.begin().
     const uint32_t boot_nonce = esp_random();
     const uint32_t token = esp_random();
-    if (!car_link_init(STIGMESH_ROBOT_ID, boot_nonce, token, s_motor_ok_at_boot, camera_ok)) {
+    if (!car_link_init(car_robot_id(), boot_nonce, token, s_motor_ok_at_boot, camera_ok)) {
         halt("fatal: car state init failed");
     }
     s_watchdog_ok = task_watchdog_init();
@@ -170,7 +171,7 @@ void setup()
     }
 
     Serial.printf("stigmesh car id %u boot %08lx motor_ok %d camera_ok %d\n",
-                  (unsigned)STIGMESH_ROBOT_ID, (unsigned long)boot_nonce, s_motor_ok_at_boot,
+                  (unsigned)car_robot_id(), (unsigned long)boot_nonce, s_motor_ok_at_boot,
                   camera_ok);
     while (WiFi.status() != WL_CONNECTED) {
         delay(250);

@@ -1,0 +1,20 @@
+// car_board.h - what the board adds to the portable core: the robot id and
+// the telemetry inputs beyond the car state. car_board.cpp is the FNK0053's
+// (the id from car_config.h, no gyro, nothing extra); the SITL build
+// (firmware/sitl) links its own, fed by the simulated world.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+// The robot id, 1..255.
+uint8_t car_robot_id();
+
+// The yaw rate in rad/s, when the board has a gyro: true and *rad_s set.
+bool car_gyro_z(float *rad_s);
+
+// Extra members of the telemetry object (MZ01.md: `sim`, simulator only),
+// written into buf as `"key":value,...` without braces or a leading comma.
+// Returns their length, 0 for none, or -1 when they do not fit in cap bytes
+// (NUL included): the telemetry is then sent without them.
+int car_telemetry_extra(char *buf, size_t cap);
