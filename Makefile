@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck pytest firmware-test firmware-cross bench demo clean
+.PHONY: venv test lint typecheck pytest firmware-sitl firmware-test firmware-cross bench demo clean
 
 venv: $(STAMP)
 
@@ -24,6 +24,11 @@ typecheck: venv
 pytest: venv
 	$(BIN)/pytest
 
+# The car sketch built for the host (SITL): `stigmesh world --firmware sitl` and the
+# tests that run every virtual car as the sketch itself need it.
+firmware-sitl:
+	$(MAKE) -C firmware sitl
+
 firmware-test:
 	$(MAKE) -C firmware test
 
@@ -32,7 +37,7 @@ firmware-test:
 firmware-cross:
 	$(MAKE) -C firmware cross
 
-test: lint typecheck pytest firmware-test firmware-cross
+test: lint typecheck firmware-sitl pytest firmware-test firmware-cross
 
 bench: venv
 	$(BIN)/stigmesh bench all --json

@@ -1,0 +1,219 @@
+// i2c_bus.cpp - the FNK0053's I2C bus for the SITL car: Wire's write
+// transactions, timed as on the wire, to a register model of the PCA9685 at
+// 0x5F (NXP datasheet: MODE1/MODE2, LEDn_ON/OFF with the full-on and
+// full-off bits, ALL_LED, PRE_SCALE writable only asleep, auto-increment).
+// Whenever the chip's 16 outputs change they go to the world as on-counts
+// per 4096-tick period ('M'); the world's board model (worlds/sitl.py) knows
+// which channels drive which motor. Not modelled: reads, MODE2's INVRT and
+// OUTNE, the line sensor at 0x20 (the sketch never talks to it).
+//
+// A fault for tests: SIGUSR1 jams the bus (sitl::jam_i2c): every transaction
+// from then on hangs, ignoring Wire's timeout, as a stuck driver would.
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "Wire.h"
+#include "sitl.h"
+
+TwoWire Wire(0);
+
+namespace {
+
+constexpr uint8_t PCA9685_ADDRESS = 0x5F;
+constexpr uint8_t REG_MODE1 = 0x00;
+constexpr uint8_t REG_MODE2 = 0x01;
+constexpr uint8_t REG_LED0 = 0x06;
+constexpr uint8_t REG_ALL_LED = 0xFA;
+constexpr uint8_t REG_PRE_SCALE = 0xFE;
+constexpr uint8_t MODE1_RESTART = 0x80;
+constexpr uint8_t MODE1_AI = 0x20;
+constexpr uint8_t MODE1_SLEEP = 0x10;
+constexpr uint8_t FULL = 0x10;
+constexpr int CHANNELS = 16;
+
+// Arduino's endTransmission results.
+constexpr uint8_t I2C_OK = 0;
+constexpr uint8_t I2C_TOO_LONG = 1;
+constexpr uint8_t I2C_NACK_ADDRESS = 2;
+constexpr uint8_t I2C_OTHER = 4;
+
+class Pca9685 {
+public:
+    Pca9685() { power_on(); }
+
+    // One write transaction: the register pointer, then the data.
+    void write(const uint8_t *data, size_t len)
+    {
+        if (len == 0) {
+            return;
+        }
+        uint8_t reg = data[0];
+        for (size_t i = 1; i < len; i++) {
+            write_reg(reg, data[i]);
+            if (regs_[REG_MODE1] & MODE1_AI) {
+                reg = (uint8_t)(reg + 1);
+            }
+        }
+    }
+
+    // High time of each output in ticks of the 4096-tick period (4096: full on).
+    void outputs(uint16_t out[CHANNELS]) const
+    {
+        for (int n = 0; n < CHANNELS; n++) {
+            const uint8_t *r = regs_ + REG_LED0 + 4 * n;
+            const uint16_t on = (uint16_t)(((r[1] & 0x0F) << 8) | r[0]);
+            const uint16_t off = (uint16_t)(((r[3] & 0x0F) << 8) | r[2]);
+            if ((regs_[REG_MODE1] & MODE1_SLEEP) || (r[3] & FULL)) {
+                out[n] = 0;  // asleep (oscillator off), or full off: off wins
+            } else if (r[1] & FULL) {
+                out[n] = 4096;
+            } else {
+                out[n] = (uint16_t)((off - on) & 0x0FFF);
+            }
+        }
+    }
+
+private:
+    void power_on()
+    {
+        memset(regs_, 0, sizeof regs_);
+        regs_[REG_MODE1] = 0x11;  // SLEEP | ALLCALL
+        regs_[REG_MODE2] = 0x04;
+        for (int n = 0; n < CHANNELS; n++) {
+            regs_[REG_LED0 + 4 * n + 3] = FULL;  // LEDn_OFF_H: full off
+        }
+        regs_[REG_PRE_SCALE] = 0x1E;
+    }
+
+    void write_reg(uint8_t reg, uint8_t value)
+    {
+        if (reg == REG_PRE_SCALE && !(regs_[REG_MODE1] & MODE1_SLEEP)) {
+            return;  // blocked while the oscillator runs
+        }
+        if (reg == REG_MODE1) {
+            value = (uint8_t)(value & ~MODE1_RESTART);  // writing 1 clears RESTART
+        }
+        if (reg >= REG_ALL_LED && reg < REG_PRE_SCALE) {
+            for (int n = 0; n < CHANNELS; n++) {
+                regs_[REG_LED0 + 4 * n + (reg - REG_ALL_LED)] = value;
+            }
+            return;  // the ALL_LED registers themselves read back 0
+        }
+        regs_[reg] = value;
+    }
+
+    uint8_t regs_[256];
+};
+
+std::mutex s_bus;  // one transaction at a time, as on the wire
+std::atomic<bool> s_jammed{false};
+Pca9685 s_pca9685;
+bool s_reported = false;
+uint16_t s_reported_out[CHANNELS];
+
+// Reports the outputs when they differ from what the world last got; false
+// when the world could not take them (the transaction then fails, and the
+// sketch retries on its next tick).
+bool report_outputs()
+{
+    uint16_t out[CHANNELS];
+    s_pca9685.outputs(out);
+    if (s_reported && memcmp(out, s_reported_out, sizeof out) == 0) {
+        return true;
+    }
+    char pwm[CHANNELS * 6 + 1];
+    size_t used = 0;
+    for (int n = 0; n < CHANNELS; n++) {
+        used += (size_t)snprintf(pwm + used, sizeof pwm - used, n == 0 ? "%u" : ",%u", out[n]);
+    }
+    if (!sitl::world_sendf('M', "{\"us\":%llu,\"pwm\":[%s]}",
+                           (unsigned long long)sitl::uptime_us(), pwm)) {
+        return false;
+    }
+    memcpy(s_reported_out, out, sizeof out);
+    s_reported = true;
+    return true;
+}
+
+void wire_time(size_t bytes, uint32_t clock_hz)
+{
+    const uint64_t ns = ((uint64_t)bytes * 9 + 2) * 1000000000ULL / clock_hz;
+    timespec t = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+    }
+}
+
+}  // namespace
+
+void sitl::jam_i2c()
+{
+    s_jammed.store(true);  // async-signal-safe: a lock-free atomic store
+}
+
+bool TwoWire::begin(int, int, uint32_t frequency)
+{
+    clock_hz_ = frequency != 0 ? frequency : 100000;
+    begun_ = true;
+    return true;
+}
+
+void TwoWire::setTimeOut(uint16_t timeout_ms)
+{
+    timeout_ms_ = timeout_ms;
+}
+
+void TwoWire::beginTransmission(uint8_t address)
+{
+    address_ = address;
+    tx_len_ = 0;
+    overflow_ = false;
+    open_ = true;
+}
+
+size_t TwoWire::write(uint8_t value)
+{
+    return write(&value, 1);
+}
+
+size_t TwoWire::write(const uint8_t *data, size_t len)
+{
+    if (!open_) {
+        return 0;
+    }
+    const size_t room = BUFFER - tx_len_;
+    const size_t n = len < room ? len : room;
+    memcpy(tx_ + tx_len_, data, n);
+    tx_len_ += n;
+    overflow_ = overflow_ || n < len;
+    return n;
+}
+
+uint8_t TwoWire::endTransmission(bool)
+{
+    if (!begun_ || !open_) {
+        return I2C_OTHER;
+    }
+    open_ = false;
+    if (overflow_) {
+        return I2C_TOO_LONG;
+    }
+    std::lock_guard<std::mutex> hold(s_bus);
+    while (s_jammed.load()) {
+        wire_time(1000, clock_hz_);  // stuck, for good
+    }
+    wire_time(1 + tx_len_, clock_hz_);  // address byte, then the data
+    if (address_ != PCA9685_ADDRESS) {
+        return I2C_NACK_ADDRESS;
+    }
+    s_pca9685.write(tx_, tx_len_);
+    return report_outputs() ? I2C_OK : I2C_OTHER;
+}
+
+uint8_t TwoWire::endTransmission()
+{
+    return endTransmission(true);
+}
