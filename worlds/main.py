@@ -33,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--sensing", choices=SENSING_MODES, default=None, help="override the arena's sensor mode"
     )
     parser.add_argument("--seed", type=int, default=None, help="override the arena's seed")
+    parser.add_argument(
+        "--firmware", choices=("model", "sitl"), default="model",
+        help="the cars' firmware: the Python reference model (default), or the ESP32 sketch "
+        "built for the host, one process per car (make -C firmware sitl; firmware/README.md)",
+    )  # fmt: skip
 
 
 def _error(message: str) -> None:
@@ -44,7 +49,8 @@ def _banner(server: WorldServer) -> None:
     cars = " ".join(f"{c.spec.name}(id {c.id})={c.spec.address}" for c in world.cars.values())
     print(
         f"stigmesh world: arena {world.arena.name} ({world.arena.sensing.mode}), "
-        f"cars {cars}, ports 4210/udp 4211/udp 8080/tcp, run dir {server.run_dir}, "
+        f"firmware {world.firmware}, cars {cars}, ports 4210/udp 4211/udp 8080/tcp, "
+        f"run dir {server.run_dir}, "
         f"control {control_path(server.run_dir)}",
         flush=True,
     )
@@ -53,6 +59,7 @@ def _banner(server: WorldServer) -> None:
 def main(args: argparse.Namespace) -> int:
     from worlds.server import BindError, serve
     from worlds.sim import World
+    from worlds.sitl_host import check_binary
 
     if args.duration is not None and not args.duration > 0:
         _error(f"--duration must be positive, got {args.duration}")
@@ -64,6 +71,10 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.sensing is not None:
         arena = arena.with_sensing(args.sensing)
+    why = check_binary() if args.firmware == "sitl" else None
+    if why is not None:
+        _error(why)
+        return EXIT_USAGE
     run_dir: Path = args.run_dir
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -74,10 +85,10 @@ def main(args: argparse.Namespace) -> int:
         _error(f"run dir path too long for a UNIX socket: {run_dir}")
         return EXIT_USAGE
     log = RunLog(log_path(run_dir, PROCESS), PROCESS, time.monotonic)
-    world = World(arena, seed=args.seed, t0=time.monotonic())
+    world = World(arena, seed=args.seed, t0=time.monotonic(), firmware=args.firmware)
     log.log(
         "start", arena=arena.name, source=arena.source, seed=world.seed,
-        sensing=arena.sensing.mode, cars=[c.__dict__ for c in arena.cars],
+        sensing=arena.sensing.mode, firmware=world.firmware, cars=[c.__dict__ for c in arena.cars],
     )  # fmt: skip
     server: WorldServer | None = None
     try:

@@ -35,6 +35,7 @@ from worlds.control import (
     write_world_key,
 )
 from worlds.sim import PORT_CAMERA, PORT_COMMAND, PORT_PROBE, Step, World, WorldError
+from worlds.sitl_host import SitlHost
 
 MAX_LAG = 0.15  # s of physics the world may be behind the clock before it skips
 RTF_PERIOD = 5.0  # s between `rtf` log events
@@ -109,6 +110,8 @@ class WorldServer:
         self.started_at = 0.0
         self.rtf_total: float | None = None
         self.load_total: float | None = None
+        # SITL cars serve their own endpoints, from their own processes
+        self._sitl = SitlHost(world, self.emit, log, clock) if world.firmware == "sitl" else None
 
     # -- output ------------------------------------------------------------------
 
@@ -125,6 +128,8 @@ class WorldServer:
             transport.sendto(send.data, send.dst)
         for ev in step.events:
             self.log.log(ev.event, t=ev.t, **ev.fields)
+        if step.notices and self._sitl is not None:
+            self._sitl.notice(step.notices)
 
     def _timed(self, fn: Callable[[], Step]) -> Step:
         start = time.perf_counter()
@@ -139,30 +144,37 @@ class WorldServer:
 
     # -- start and stop ------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def _bind_cars(self) -> None:
+        """The model's cars: their UDP 4210/4211 and TCP 8080, served here."""
         loop = asyncio.get_running_loop()
-        try:
-            for car in self.world.cars.values():
-                address = car.spec.address
-                for port in (PORT_COMMAND, PORT_PROBE):
-                    try:
-                        transport, _ = await loop.create_datagram_endpoint(
-                            functools.partial(_CarDatagrams, self, car.id, port),
-                            local_addr=(address, port),
-                        )
-                    except OSError as exc:
-                        raise BindError(address, port, "UDP", exc) from exc
-                    self._udp[(car.id, port)] = transport
+        for car in self.world.cars.values():
+            address = car.spec.address
+            for port in (PORT_COMMAND, PORT_PROBE):
                 try:
-                    server = await asyncio.start_server(
-                        functools.partial(self._camera_client, car.id),
-                        host=address,
-                        port=PORT_CAMERA,
-                        reuse_address=True,
+                    transport, _ = await loop.create_datagram_endpoint(
+                        functools.partial(_CarDatagrams, self, car.id, port),
+                        local_addr=(address, port),
                     )
                 except OSError as exc:
-                    raise BindError(address, PORT_CAMERA, "TCP", exc) from exc
-                self._tcp.append(server)
+                    raise BindError(address, port, "UDP", exc) from exc
+                self._udp[(car.id, port)] = transport
+            try:
+                server = await asyncio.start_server(
+                    functools.partial(self._camera_client, car.id),
+                    host=address,
+                    port=PORT_CAMERA,
+                    reuse_address=True,
+                )
+            except OSError as exc:
+                raise BindError(address, PORT_CAMERA, "TCP", exc) from exc
+            self._tcp.append(server)
+
+    async def start(self) -> None:
+        try:
+            if self._sitl is None:
+                await self._bind_cars()
+            else:
+                await self._sitl.start()
             key = write_world_key(self.run_dir)  # before the socket: clients wait for that
             self._control = await serve_control(
                 control_path(self.run_dir), "world", key, self.handle_control, KEY_LABEL
@@ -190,6 +202,8 @@ class WorldServer:
         await self._stop.wait()
 
     async def close(self) -> None:
+        if self._sitl is not None:
+            await self._sitl.close()
         for task in self._tasks:
             task.cancel()
         for stream in self._streams.values():

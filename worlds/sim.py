@@ -1,4 +1,4 @@
-"""The simulation core: PyBullet physics, virtual cars running the firmware model, sensors.
+"""The simulation core: PyBullet physics, virtual cars and their firmware, sensors.
 
 Time is an argument: :class:`World` never reads a clock. ``advance_to(t)``
 steps physics at the arena's rate, ticks every car's firmware every 5 ms of
@@ -13,6 +13,12 @@ next ``Step``.
 
 Each car's uptime runs from its own boot with a seeded offset and crystal
 error: ``now_us = int((t - boot_time) * (1 + drift) * 1e6)``.
+
+A car's firmware is the Python reference model (``firmware="model"``), ticked
+and fed here, or the ESP32 sketch itself built for the host
+(``firmware="sitl"``, :mod:`worlds.sitl`): that one runs in its own process
+on the real clock and serves its own sockets; the world mirrors it from its
+trace and drives the body from its motor outputs (``firmware_*`` methods).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,128 +36,38 @@ import pybullet as p
 
 from protocol.mz01 import Address, Event, EventKind, FirmwareModel, Kind, StepResult
 from protocol.mz01.firmware import TELEMETRY_PERIOD_US, TICK_PERIOD_US
-from worlds.arena import Arena, CarSpec
+from worlds.arena import Arena
 from worlds.bodies import Scene
 from worlds.camera import CameraRenderer
 from worlds.motion import MotionModel, TargetState, motion_model
-from worlds.sensors import Gyro, Landmark, Point3, observation
+from worlds.sensors import Landmark, Point3, observation
+from worlds.sitl import SitlFirmware, Trace
+from worlds.steps import CarFirmware, Counters, Frame, LogEvent, Send, Step, WorldError
+from worlds.vcar import VirtualCar
+
+__all__ = [
+    "FIRMWARES", "PORT_CAMERA", "PORT_COMMAND", "PORT_PROBE", "CarFirmware", "Counters",
+    "Frame", "LogEvent", "Send", "Step", "VirtualCar", "World", "WorldError",
+]  # fmt: skip
 
 PORT_COMMAND = 4210
 PORT_PROBE = 4211
 PORT_CAMERA = 8080
 TRUTH_PERIOD = 0.05  # ground truth at 20 Hz
+FIRMWARES = ("model", "sitl")
 TICK_PERIOD = TICK_PERIOD_US / 1e6
-BOOT_AGE = (2.0, 600.0)  # at world start each car has been up this long (uniform), s
-U32 = 0xFFFF_FFFF
-
-
-@dataclass(frozen=True)
-class Send:
-    """A datagram a car sends from its ``port`` to ``dst``."""
-
-    car: int
-    port: int
-    dst: Address
-    data: bytes
-
-
-@dataclass(frozen=True)
-class LogEvent:
-    t: float
-    event: str
-    fields: dict[str, Any]
-
-
-@dataclass
-class Step:
-    sends: list[Send] = field(default_factory=list)
-    events: list[LogEvent] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One camera frame as the car's stream carries it."""
-
-    car: int
-    jpeg: bytes
-    capture_ms: int
-    boot_id: int
-    seq: int
-    t: float  # world time of capture
-    repeated: bool = False  # a frozen camera repeats its last frame
-
-
-class WorldError(ValueError):
-    """A bad request to the world (unknown car, bad duration)."""
-
-
-@dataclass
-class Counters:
-    rx: int = 0
-    tx: int = 0
-    dropped_in: int = 0
-    dropped_out: int = 0
-    rejected: int = 0
-    probes: int = 0
-    frames: int = 0
-
-
-class VirtualCar:
-    """One car: its body, its firmware from its current boot, its clock and its faults."""
-
-    def __init__(self, spec: CarSpec, world: World, rng: np.random.Generator) -> None:
-        self.spec = spec
-        self.id = spec.id
-        self.rng = rng
-        self.world = world
-        model = world.arena.car_model
-        self.drift = float(rng.uniform(-1, 1)) * model.clock_drift_ppm * 1e-6
-        self.counters = Counters()
-        self.link_down_until = -math.inf
-        self.camera_frozen_until = -math.inf
-        self.fed_t: float | None = None  # world time of the last accepted ARM/DRIVE
-        self.duty = (0.0, 0.0)
-        self.boot(world.t0 - float(rng.uniform(*BOOT_AGE)))
-
-    def boot(self, boot_time: float) -> None:
-        model = self.world.arena.car_model
-        self.boot_time = boot_time
-        self.firmware = FirmwareModel(
-            self.id, int(self.rng.integers(0, U32 + 1)), int(self.rng.integers(0, U32 + 1))
-        )
-        self.gyro = Gyro(model.gyro_noise, model.gyro_bias, self.rng) if model.gyro else None
-        self.next_tick = max(boot_time, self.world.t)
-        synthetic = self.world.arena.sensing.mode == "synthetic"
-        self.next_obs = self.next_tick if synthetic else math.inf
-        self.sim_obs: dict[str, Any] | None = None
-        self.frame_seq = 0
-        self.last_frame: Frame | None = None
-        self.fed_t = None
-
-    @property
-    def nonce(self) -> int:
-        return self.firmware.boot_nonce
-
-    def uptime_us(self, t: float) -> int:
-        return max(0, int((t - self.boot_time) * (1.0 + self.drift) * 1e6))
-
-    def world_time(self, uptime_us: int) -> float:
-        return self.boot_time + uptime_us / 1e6 / (1.0 + self.drift)
-
-    def online(self, t: float) -> bool:
-        return t >= self.boot_time
-
-    def link_up(self, t: float) -> bool:
-        return t >= self.link_down_until and self.online(t)
-
-    def camera_frozen(self, t: float) -> bool:
-        return t < self.camera_frozen_until
+RESET_STARTUP = 0.3  # s from an ESP32 reset to setup() (Espressif: ~300 ms to app_main)
 
 
 class World:
     """Every body, car and sensor of one arena, advanced by the caller's clock."""
 
-    def __init__(self, arena: Arena, seed: int | None = None, t0: float = 0.0) -> None:
+    def __init__(
+        self, arena: Arena, seed: int | None = None, t0: float = 0.0, firmware: str = "model"
+    ) -> None:
+        if firmware not in FIRMWARES:
+            raise WorldError(f"firmware must be one of {FIRMWARES}, got {firmware!r}")
+        self.firmware = firmware
         self.arena = arena
         self.seed = arena.seed if seed is None else seed
         self.t0 = t0
@@ -203,6 +119,10 @@ class World:
 
     def _log(self, t: float, event: str, **fields: Any) -> None:
         self._out.events.append(LogEvent(t, event, fields))
+
+    def notice(self, car: int, what: str) -> None:
+        """Tell the SITL host: ``car`` (re)boots (``"boot"``) or its link changed (``"link"``)."""
+        self._out.notices.append((car, what))
 
     def drain(self) -> Step:
         """Take the datagrams and log events produced since the last call."""
@@ -282,21 +202,25 @@ class World:
 
     # -- per-car work ------------------------------------------------------------
 
-    def _sensors_now(self, car: VirtualCar, t: float) -> None:
+    def _sensor_values(self, car: VirtualCar) -> tuple[float | None, dict[str, Any] | None]:
         gyro = None
         if car.gyro is not None:
             _, rate = self.scene.cars[car.id].motion()
             gyro = round(car.gyro.read(rate), 6)
-        sim = car.sim_obs if self.arena.sensing.mode == "synthetic" else None
-        car.firmware.set_sensors(rssi=0, gyro_z=gyro, sim=sim)
+        return gyro, car.sim_obs if self.arena.sensing.mode == "synthetic" else None
+
+    def _sensors_now(self, car: VirtualCar, t: float, fw: FirmwareModel) -> None:
+        gyro, sim = self._sensor_values(car)
+        fw.set_sensors(rssi=0, gyro_z=gyro, sim=sim)
 
     def _tick(self, car: VirtualCar, t: float) -> None:
-        if not car.online(t):
+        fw = car.firmware
+        if not car.online(t) or not isinstance(fw, FirmwareModel):
             return
         now_us = car.uptime_us(t)
-        if now_us - car.firmware.state.last_telemetry_us >= TELEMETRY_PERIOD_US:
-            self._sensors_now(car, t)
-        self._handle(car, car.firmware.tick(now_us), t)
+        if now_us - fw.state.last_telemetry_us >= TELEMETRY_PERIOD_US:
+            self._sensors_now(car, t, fw)
+        self._handle(car, fw.tick(now_us), t)
 
     def _observe(self, car: VirtualCar, t: float) -> None:
         if self.arena.sensing.mode != "synthetic" or not car.online(t) or car.camera_frozen(t):
@@ -323,34 +247,40 @@ class World:
         results = p.rayTestBatch(list(starts), list(ends), physicsClientId=self.client)
         return [int(r[0]) for r in results]
 
-    def _handle(self, car: VirtualCar, res: StepResult, t: float) -> None:
+    def _handle(
+        self, car: VirtualCar, res: StepResult, t: float, fw_t: float | None = None
+    ) -> None:
+        """A firmware step at ``t``; ``fw_t``: a SITL car's own time of it, logged beside."""
+        extra = {} if fw_t is None else {"fw_t": fw_t}
         for out in res.outgoing:
             self._send(car, PORT_COMMAND, out.dst, out.data, t)
-        for ev in res.events:
-            self._firmware_event(car, ev.kind, ev, t)
         if res.accepted and res.command is not None and res.command.kind in (Kind.ARM, Kind.DRIVE):
-            car.fed_t = t
+            car.fed_t = t if fw_t is None else fw_t
+        for ev in res.events:
+            self._firmware_event(car, ev.kind, ev, t, extra)
         if not res.accepted:
             car.counters.rejected += 1
         self._apply_duty(car, t)
 
-    def _firmware_event(self, car: VirtualCar, kind: EventKind, ev: Event, t: float) -> None:
+    def _firmware_event(
+        self, car: VirtualCar, kind: EventKind, ev: Event, t: float, extra: dict[str, float]
+    ) -> None:
         src = list(ev.src) if ev.src is not None else None
         command = ev.command.name if ev.command is not None else None
         if kind is EventKind.ACCEPTED:
             if ev.command is not Kind.DRIVE:  # DRIVEs show as duty changes
-                self._log(t, "accept", car=car.id, command=command, src=src)
+                self._log(t, "accept", car=car.id, command=command, src=src, **extra)
         elif kind is EventKind.REJECTED:
-            self._log(t, "reject", car=car.id, reason=ev.reason, command=command, src=src)
+            self._log(t, "reject", car=car.id, reason=ev.reason, command=command, src=src, **extra)
         elif kind is EventKind.ARMED:
-            self._log(t, "arm", car=car.id, src=src, token=ev.token)
+            self._log(t, "arm", car=car.id, src=src, token=ev.token, **extra)
         elif kind is EventKind.DISARMED:
             self._log(
                 t, "disarm", car=car.id, reason=ev.reason, src=src, token=ev.token,
-                last_feed_t=car.fed_t,
+                last_feed_t=car.fed_t, **extra,
             )  # fmt: skip
         else:
-            self._log(t, str(kind.value), car=car.id, src=src)
+            self._log(t, str(kind.value), car=car.id, src=src, **extra)
 
     def _apply_duty(self, car: VirtualCar, t: float) -> None:
         duty = car.firmware.wheels
@@ -393,6 +323,9 @@ class World:
         """A datagram from ``src`` arriving at a car's UDP ``port`` at ``t``."""
         self._run_until(t)
         car = self.car(car_key)
+        fw = car.firmware
+        if not isinstance(fw, FirmwareModel):
+            raise WorldError(f"car {car.id} runs the SITL firmware: it serves its own sockets")
         if not car.link_up(t):
             car.counters.dropped_in += 1
             return self.drain()
@@ -400,25 +333,26 @@ class World:
         now_us = car.uptime_us(t)
         if port == PORT_COMMAND:
             if len(data) > 5 and data[5] == Kind.HELLO:  # answered at once: fresh sensors
-                self._sensors_now(car, t)
-            self._handle(car, car.firmware.receive_datagram(data, src, now_us), t)
+                self._sensors_now(car, t, fw)
+            self._handle(car, fw.receive_datagram(data, src, now_us), t)
         elif port == PORT_PROBE:
             car.counters.probes += 1
-            reply = car.firmware.receive_probe(data, src, now_us)
+            reply = fw.receive_probe(data, src, now_us)
             if reply is not None:
                 self._send(car, PORT_PROBE, reply.dst, reply.data, t)
         else:
             raise WorldError(f"no UDP port {port} on a car")
         return self.drain()
 
-    def capture_frame(self, car_key: int | str, t: float) -> Frame | None:
+    def capture_frame(self, car_key: int | str, t: float, on_board: bool = False) -> Frame | None:
         """The car's camera frame at ``t`` (None while the car is off or its link is down).
 
-        A frozen camera returns its last frame again, unchanged.
+        A frozen camera returns its last frame again, unchanged. ``on_board``:
+        the frame stays on the car (a SITL car's camera), so only power matters.
         """
         self._run_until(t)
         car = self.car(car_key)
-        if not car.link_up(t):
+        if not (car.online(t) if on_board else car.link_up(t)):
             return None
         if car.camera_frozen(t) and car.last_frame is not None:
             return replace(car.last_frame, repeated=True)
@@ -446,6 +380,7 @@ class World:
         self._run_until(t)
         car = self.car(car_key)
         car.link_down_until = t + duration
+        self.notice(car.id, "link")
         self._log(t, "fault", kind="drop_link", car=car.id, duration=duration, until=t + duration)
         return self.drain()
 
@@ -470,6 +405,71 @@ class World:
         self._apply_duty(car, t)
         self._log(t, "fault", kind="reboot", car=car.id, down=down, old_nonce=old)
         self._log_boot(car, t + down)
+        return self.drain()
+
+    # -- SITL cars: the firmware in its own process (worlds.sitl_host) --------------
+
+    def _sitl_car(self, car_key: int | str) -> tuple[VirtualCar, SitlFirmware]:
+        car = self.car(car_key)
+        if not isinstance(car.firmware, SitlFirmware):
+            raise WorldError(f"car {car.id} runs the firmware model, not SITL")
+        return car, car.firmware
+
+    def firmware_inputs(self, car_key: int | str, t: float) -> tuple[float | None, Any]:
+        """A SITL car's board inputs at ``t``: its gyro reading and synthetic observation."""
+        self._run_until(t)
+        return self._sensor_values(self._sitl_car(car_key)[0])
+
+    def firmware_motors(self, car_key: int | str, wheels: tuple[float, float], t: float) -> Step:
+        """A SITL car's motor outputs, as they reached the world at ``t``: the wheels follow."""
+        self._run_until(t)
+        car, fw = self._sitl_car(car_key)
+        fw.wheels = wheels
+        self._apply_duty(car, t)
+        return self.drain()
+
+    def firmware_trace(self, car_key: int | str, trace: Trace, t: float) -> Step:
+        """One traced core call of a SITL car, received at ``t``, logged as the model's would be.
+
+        The call's own time is logged as ``fw_t``, and is an accepted ARM's or
+        DRIVE's ``last_feed_t``.
+        """
+        self._run_until(t)
+        car, fw = self._sitl_car(car_key)
+        expected = (fw.boot_nonce, fw.token)
+        res = fw.apply(trace)
+        if trace.ev == "init" and (fw.boot_nonce, fw.token) != expected:
+            self._log(t, "boot_mismatch", car=car.id, expected=list(expected), nonce=fw.boot_nonce)
+        car.counters.rx += trace.ev == "rx"
+        car.counters.probes += trace.ev == "probe"
+        if res is not None:
+            self._handle(car, res, t, fw_t=car.world_time(int(trace.fields["us"])))
+        elif trace.ev in ("health", "mdns"):
+            fields = {k: v for k, v in trace.fields.items() if k not in ("ev", "us")}
+            self._log(t, trace.ev, car=car.id, **fields)
+        return self.drain()
+
+    def firmware_reset(self, car_key: int | str, t: float, why: str) -> Step:
+        """A SITL car's firmware died (a panic, a crash): the ESP32 resets, the PCA9685 does not.
+
+        The wheels keep their duties until the new boot's setup() switches them off.
+        """
+        self._run_until(t)
+        car, fw = self._sitl_car(car_key)
+        old = car.nonce
+        car.boot(t + RESET_STARTUP, wheels=fw.wheels)
+        self._log(t, "fault", kind="firmware_reset", car=car.id, why=why, old_nonce=old)
+        self._log_boot(car, t + RESET_STARTUP)
+        return self.drain()
+
+    def power_off(self, car_key: int | str, t: float, why: str) -> Step:
+        """Cut a car's power for good: wheels stop, it never boots again."""
+        self._run_until(t)
+        car, fw = self._sitl_car(car_key)
+        car.boot_time = math.inf
+        fw.wheels = (0.0, 0.0)
+        self._apply_duty(car, t)
+        self._log(t, "fault", kind="power_off", car=car.id, why=why)
         return self.drain()
 
     # -- status ------------------------------------------------------------------

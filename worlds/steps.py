@@ -1,0 +1,81 @@
+"""What the world produces and reads: datagrams, log events, steps, frames, counters.
+
+Plain values, shared by :mod:`worlds.sim` (which re-exports them), its cars and the server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from protocol.mz01 import Address
+
+
+@dataclass(frozen=True)
+class Send:
+    """A datagram a car sends from its ``port`` to ``dst``."""
+
+    car: int
+    port: int
+    dst: Address
+    data: bytes
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    t: float
+    event: str
+    fields: dict[str, Any]
+
+
+@dataclass
+class Step:
+    sends: list[Send] = field(default_factory=list)
+    events: list[LogEvent] = field(default_factory=list)
+    # (car, "boot" | "link"): a SITL car (re)boots, or its link state changed
+    notices: list[tuple[int, str]] = field(default_factory=list)
+
+
+class CarFirmware(Protocol):
+    """What the world reads of a car's firmware, the model's or a SITL car's mirror."""
+
+    @property
+    def boot_nonce(self) -> int: ...
+    @property
+    def token(self) -> int: ...
+    @property
+    def armed(self) -> bool: ...
+    @property
+    def estop(self) -> bool: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def wheels(self) -> tuple[float, float]: ...
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One camera frame as the car's stream carries it."""
+
+    car: int
+    jpeg: bytes
+    capture_ms: int
+    boot_id: int
+    seq: int
+    t: float  # world time of capture
+    repeated: bool = False  # a frozen camera repeats its last frame
+
+
+class WorldError(ValueError):
+    """A bad request to the world (unknown car, bad duration)."""
+
+
+@dataclass
+class Counters:
+    rx: int = 0
+    tx: int = 0
+    dropped_in: int = 0
+    dropped_out: int = 0
+    rejected: int = 0
+    probes: int = 0
+    frames: int = 0
