@@ -37,6 +37,11 @@ class ModelCar:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    @property
+    def firmware(self) -> FirmwareModel:
+        """The car's firmware state (as ``SitlCar.firmware`` for the SITL car)."""
+        return self.model
+
     def uptime_us(self) -> int:
         return int((time.monotonic() - self.booted) * 1e6)
 

@@ -1,4 +1,4 @@
-"""`stigmesh car` end to end: real processes, real sockets, the model served on loopback."""
+"""`stigmesh car` end to end: real processes and sockets, the model or the SITL car on loopback."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tests.support.carserver import ModelCar, free_address
+from tests.support.sitlcar import SitlCar
 
 
 def car(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
@@ -23,7 +24,23 @@ def model_car():
         yield served
 
 
-def test_status_probe_drive_stop_estop_reset(model_car: ModelCar) -> None:
+@pytest.fixture(params=["model", "sitl"])
+def any_car(request: pytest.FixtureRequest):
+    """The Python model, or the ESP32 sketch itself as a host process (SITL)."""
+    kind = ModelCar if request.param == "model" else SitlCar
+    with kind(free_address(), robot_id=3) as served:
+        yield served
+
+
+def settled(served: ModelCar | SitlCar, predicate, what: str) -> None:
+    """The model answers at once; the SITL car's motors follow its safety task's next tick."""
+    if isinstance(served, SitlCar):
+        served.wait_for(predicate, 2.0, what)
+    assert predicate(served.firmware), what
+
+
+def test_status_probe_drive_stop_estop_reset(any_car: ModelCar | SitlCar) -> None:
+    model_car = any_car
     addr = model_car.address
     status = car(addr, "status")
     assert status.returncode == 0, status.stderr
@@ -36,8 +53,8 @@ def test_status_probe_drive_stop_estop_reset(model_car: ModelCar) -> None:
     drive = car(addr, "drive", "--left", "0.5", "--right", "-0.5", "--for", "0.6")
     assert drive.returncode == 0, drive.stdout + drive.stderr
     moved = [w for _, w in model_car.wheel_log if w != (0.0, 0.0)]
-    assert moved and moved[0] == pytest.approx((0.5, -0.5))
-    assert model_car.model.wheels == (0.0, 0.0) and not model_car.model.armed
+    assert moved and moved[0] == pytest.approx((0.5, -0.5), abs=1 / 4095)  # 12-bit PWM
+    settled(model_car, lambda fw: fw.wheels == (0.0, 0.0) and not fw.armed, "wheels stopped")
 
     estop = car(addr, "estop")
     assert estop.returncode == 0 and "e-stop latched" in estop.stdout
@@ -45,10 +62,10 @@ def test_status_probe_drive_stop_estop_reset(model_car: ModelCar) -> None:
     assert refused.returncode == 1 and "e-stop latched" in refused.stdout
     reset = car(addr, "reset-estop")
     assert reset.returncode == 0 and "cleared" in reset.stdout
-    assert not model_car.model.estop
+    settled(model_car, lambda fw: not fw.estop, "e-stop cleared")
     stop = car(addr, "stop")
     assert stop.returncode == 0 and "stopped" in stop.stdout
-    assert model_car.model.reason == "stop"
+    settled(model_car, lambda fw: fw.reason == "stop", "reason stop")
 
 
 def test_an_absent_car_is_a_clear_error() -> None:
@@ -60,3 +77,4 @@ def test_an_absent_car_is_a_clear_error() -> None:
 def test_bad_arguments_are_refused() -> None:
     result = car("127.0.0.1", "drive", "--left", "2", "--right", "0", "--for", "1")
     assert result.returncode == 2 and "--left must be in [-1, 1]" in result.stdout
+

@@ -8,15 +8,19 @@ import sys
 from pathlib import Path
 
 from protocol.runlog import read_run_log
+from tests.support.sitlcar import firmware_args
 from tests.worlds.rawcar import free_subnet, world_process
-from tests.worlds.test_server import _write_arena
+from tests.worlds.test_server import FIRMWARES, _write_arena
 
 
-def test_the_controller_session_drives_car_1_forward_and_car_2_stays(tmp_path: Path) -> None:
+@FIRMWARES
+def test_the_controller_session_drives_car_1_forward_and_car_2_stays(
+    tmp_path: Path, firmware: str
+) -> None:
     subnet = free_subnet()
     arena = _write_arena(tmp_path, subnet)
     run_dir = tmp_path / "run"
-    with world_process(arena, run_dir) as world:
+    with world_process(arena, run_dir, *firmware_args(firmware)) as world:
         result = subprocess.run(
             [sys.executable, "-m", "tools.cli", "car", f"{subnet}.1", "drive",
              "--left", "0.8", "--right", "0.8", "--for", "1.0"],
