@@ -110,10 +110,11 @@ def test_hostile_lines_are_skipped_counted_and_reported(
                 '"raw": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}\n')  # fmt: skip
         f.write('{"t": 1005.0, "proc": "walnut", "event": "obs", "t_capture": "soon", '
                 '"synchronized": true, "tags": [], "target": null}\n')  # fmt: skip
+        f.write('{"t": 1005.0, "proc": "walnut", "event": "rx", "ok": true, "raw": null}\n')
         f.write('{"t": 1005.0, "proc": "walnut", "event": "belief", "pose": [1, "a", 2]}\n')
     run = load_run(run_copy)
     assert run.world is not None and run.world.stats.bad_lines == 6
-    assert run.agents["walnut"].stats.bad_lines == 4 and run.skipped == 10
+    assert run.agents["walnut"].stats.bad_lines == 5 and run.skipped == 11
     assert run.car_names() == {1: "walnut", 2: "hazel"}
     out = tmp_path / "report"
     rc = replay_main.main(
@@ -121,7 +122,7 @@ def test_hostile_lines_are_skipped_counted_and_reported(
     )
     assert rc == 0
     printed = capsys.readouterr().out
-    assert "skipped 10 damaged line(s) in all" in printed
+    assert "skipped 11 damaged line(s) in all" in printed
     assert "world.jsonl: 6 damaged line(s)" in printed and (out / "metrics.json").exists()
 
 

@@ -185,7 +185,9 @@ def _replayable(line: Line, swarm_id: int | None) -> bool:
     event = line["event"]
     try:
         if event == "rx" and line.get("ok"):
-            data = b64(line["raw"])
+            data = datagram_bytes(line)
+            if data is None:
+                return False
             if swarm_id is not None:
                 decode_payload(data[:-MAC_LEN], swarm_id)
             return _pair(line["src"])
