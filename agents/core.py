@@ -633,7 +633,13 @@ class AgentCore:
             cov6 = upper_triangle(cov)
             mode = Mode.TRACK if self.track_confident(now) else Mode.SEARCH
         ox, oy = self.grid.origin
-        counters = tuple((k, min(v, 0xFFFF_FFFF)) for k, v in self.stats.items())
+        active = [p for p in self.peers.active() if p.confirmed]
+        stats = {
+            **self.stats,
+            "peers": len(active),  # for listeners (`stigmesh status`) on the swarm
+            "distrusted": sum(1 for p in active if not self.reputation.fusable(p.name)),
+        }
+        counters = tuple((k, min(v, 0xFFFF_FFFF)) for k, v in stats.items())
         return Heartbeat(x, y, math.remainder(heading, 2 * math.pi), cov6, mode, ox, oy, counters)
 
     def _periodic(self, now: float) -> None:

@@ -41,6 +41,7 @@ from agents.node import SwarmNode
 from agents.observations import ObservationBatch
 from agents.perception.pipeline import Pipeline, PredictedPose
 from agents.transport import Direction, TransportFaults
+from protocol.control import parse_address, serve_control_tcp
 from protocol.mz01.session import (
     COMMAND_PORT,
     PROBE_PORT,
@@ -50,10 +51,10 @@ from protocol.mz01.session import (
 )
 from protocol.runlog import RunLog, log_path
 from protocol.swarm import Bye, swarm_id_from_name
+from protocol.swarm.messages import DEFAULT_SWARM_PORT
 from protocol.swarm.sender import next_epoch
 
 Address = tuple[str, int]
-DEFAULT_SWARM_PORT = 47000
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_CAR, EXIT_LOCKED = 0, 1, 2, 3, 4
 
@@ -306,6 +307,7 @@ class AgentRuntime:
         self._rx: asyncio.DatagramTransport | None = None
         self._stop: asyncio.Event | None = None
         self._control: asyncio.AbstractServer | None = None
+        self._control_tcp: asyncio.AbstractServer | None = None
 
     # ------------------------------------------------------------------ inputs
 
@@ -578,7 +580,20 @@ class AgentRuntime:
                 control_path(o.run_dir, o.config.name), o.config.name, o.key,
                 self._control_request,
             )
-            self.log.log("listening", unicast=[o.iface.address, port], broadcast=o.swarm_port)
+            control_tcp = None
+            if o.control_listen is not None:
+                where = parse_address(o.control_listen)
+                try:
+                    self._control_tcp = await serve_control_tcp(
+                        where, o.config.name, o.key, self._control_request, "swarm key"
+                    )
+                except OSError as exc:
+                    why = exc.strerror or str(exc)
+                    raise StartupError(f"--control-listen {o.control_listen}: {why}",
+                                       EXIT_USAGE) from None
+                control_tcp = list(where)
+            self.log.log("listening", unicast=[o.iface.address, port], broadcast=o.swarm_port,
+                         control_tcp=control_tcp)
             for name, addr in o.static_peers:
                 self._discovered(name, addr, 0)
             # Tick (and so PING peers) from now on; mDNS registration probes the
@@ -607,6 +622,8 @@ class AgentRuntime:
             await self._shutdown()
 
     async def _shutdown(self) -> None:
+        if self._control_tcp is not None:
+            self._control_tcp.close()
         if self._control is not None:
             self._control.close()
             control_path(self.options.run_dir, self.options.config.name).unlink(missing_ok=True)

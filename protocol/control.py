@@ -1,8 +1,11 @@
-"""The local control protocol: one key-authenticated JSON request per UNIX-socket connection.
+"""The control protocol: one key-authenticated JSON request per stream connection.
 
 Agents (``RUN_DIR/NAME.sock``, opened by the swarm key) and the world
 (``RUN_DIR/world.sock``, opened by the world's control key ``RUN_DIR/world.key``)
-both speak it. One JSON object a line, each way::
+both speak it on a UNIX socket; an agent started with ``--control-listen
+ADDRESS:PORT`` also speaks it on TCP, so that a script on another host can
+inspect it and inject faults (the same challenge-response authenticates it;
+like the swarm itself, it is not encrypted). One JSON object a line, each way::
 
     server -> client  {"server": NAME, "challenge": HEX}     16 fresh random bytes
     client -> server  {"request": {...}, "mac": HEX}
@@ -57,6 +60,7 @@ MIN_KEY_BYTES = 16
 MAX_KEY_BYTES = 1024
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
+Target = Path | tuple[str, int]  # a UNIX socket, or a TCP (host, port)
 
 
 class ControlReason(StrEnum):
@@ -177,16 +181,10 @@ def bind_private(path: Path) -> socket.socket:
     return sock
 
 
-async def serve_control(
-    path: Path, name: str, key: bytes, handle: Handler, key_label: str = "key"
-) -> asyncio.Server:
-    """Serve ``handle`` on ``path`` until the returned server is closed.
+Connection = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]
 
-    ``handle`` gets the authenticated request and returns the reply's fields;
-    it refuses by raising :class:`ControlError`, ``ValueError``, ``KeyError``
-    or ``TypeError`` (the message goes back to the client).
-    """
 
+def _connection(name: str, key: bytes, handle: Handler, key_label: str) -> Connection:
     async def one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         challenge = secrets.token_bytes(CHALLENGE_BYTES)
         try:
@@ -207,20 +205,58 @@ async def serve_control(
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
+    return one
+
+
+async def serve_control(
+    path: Path, name: str, key: bytes, handle: Handler, key_label: str = "key"
+) -> asyncio.Server:
+    """Serve ``handle`` on ``path`` until the returned server is closed.
+
+    ``handle`` gets the authenticated request and returns the reply's fields;
+    it refuses by raising :class:`ControlError`, ``ValueError``, ``KeyError``
+    or ``TypeError`` (the message goes back to the client).
+    """
     sock = bind_private(path)
-    return await asyncio.start_unix_server(one, sock=sock, limit=MAX_LINE)
+    return await asyncio.start_unix_server(
+        _connection(name, key, handle, key_label), sock=sock, limit=MAX_LINE
+    )
+
+
+async def serve_control_tcp(
+    address: tuple[str, int], name: str, key: bytes, handle: Handler, key_label: str = "key"
+) -> asyncio.Server:
+    """The same service on TCP ``address`` (an interface's address, never all of them)."""
+    return await asyncio.start_server(
+        _connection(name, key, handle, key_label), address[0], address[1], limit=MAX_LINE,
+        reuse_address=True,
+    )
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (an IPv4 address or a name, a port 1..65535); ``ValueError`` saying why."""
+    host, sep, port = text.rpartition(":")
+    if not (sep and host and port.isdigit() and 1 <= int(port) <= 65535):
+        raise ValueError(f"expected HOST:PORT with a port in 1..65535, got {text!r}")
+    if host in ("0.0.0.0", "", "*"):
+        raise ValueError("give the interface's own address, not every interface (0.0.0.0)")
+    return host, int(port)
 
 
 # ---------------------------------------------------------------- client
 
 
-def exchange(path: Path, key: bytes, req: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+def exchange(
+    target: Target, key: bytes, req: dict[str, Any], timeout: float = 5.0
+) -> dict[str, Any]:
     """Send one request and return the reply, ``ok`` or not; raises :class:`ControlError`."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = target if isinstance(target, Path) else f"{target[0]}:{target[1]}"
+    family = socket.AF_UNIX if isinstance(target, Path) else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         try:
-            sock.connect(str(path))
+            sock.connect(str(target) if isinstance(target, Path) else target)
         except OSError as exc:
             raise ControlError(
                 ControlReason.UNREACHABLE, f"nothing listens on {path}: {exc.strerror or exc}"
@@ -244,16 +280,18 @@ def exchange(path: Path, key: bytes, req: dict[str, Any], timeout: float = 5.0) 
         sock.close()
 
 
-def _read(stream: Any, limit: int, path: Path) -> bytes:
+def _read(stream: Any, limit: int, path: Path | str) -> bytes:
     line: bytes = stream.readline(limit + 1)
     if not line:
         raise ControlError(ControlReason.BROKEN, f"{path}: the server closed without answering")
     return line
 
 
-def request(path: Path, key: bytes, req: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+def request(
+    target: Target, key: bytes, req: dict[str, Any], timeout: float = 5.0
+) -> dict[str, Any]:
     """Send one request; the ``ok`` reply, or :class:`ControlError` with the server's reason."""
-    reply = exchange(path, key, req, timeout)
+    reply = exchange(target, key, req, timeout)
     if reply.get("ok") is not True:
         reason = str(reply.get("reason"))
         known = reason if reason in {r.value for r in ControlReason} else "bad_request"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol import tomlfile
+from protocol.swarm.messages import DEFAULT_SWARM_PORT
 from protocol.tomlfile import FileError, Table
 
 SENSING = ("synthetic", "camera")
@@ -49,7 +50,7 @@ KEYS: tuple[Key, ...] = (
     Key("swarm", str, "stigmesh", "swarm name; every member uses the same"),
     Key("swarm_key", Path, None, "file holding the swarm key (`stigmesh keygen`, mode 0600)"),
     Key("iface", str, "lo", "network interface (wlan0) or its IPv4 address; lo on one machine"),
-    Key("port", int, 47000, "swarm UDP port; every member uses the same", 0, 65535),
+    Key("port", int, DEFAULT_SWARM_PORT, "swarm UDP port; every member uses the same", 0, 65535),
     Key("sensing", str, "synthetic", "camera on a real car; synthetic only with the simulator",
         choices=SENSING),
     Key("intrinsics", Path, None, "camera intrinsics file from `stigmesh calibrate`"),

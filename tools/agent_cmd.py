@@ -24,6 +24,7 @@ from agents.runtime import (
     RuntimeOptions,
     StartupError,
 )
+from protocol.control import parse_address
 from protocol.robotfile import KEYS, Key, merge, missing, read_robot, to_toml
 from protocol.site import load_site
 from protocol.swarm.messages import check_name
@@ -109,6 +110,8 @@ def main(args: argparse.Namespace) -> int:
         iface = resolve_interface(s["iface"])
         car = socket.gethostbyname(s["car"])
         pipeline = _pipeline(site, s) if s["sensing"] == "camera" else None
+        if s["control_listen"] is not None:
+            parse_address(s["control_listen"])
     except (KeyFileError, FileError, InterfaceError, ConfigError, ValueError) as exc:
         _error(str(exc))
         return EXIT_USAGE

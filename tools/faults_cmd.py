@@ -3,12 +3,17 @@
     stigmesh faults AGENT set drop=0.3 burst=0.05,0.5 delay=50ms jitter=10ms [--dir in|out|both]
     stigmesh faults AGENT byzantine bias=2,0 noise=0.3 replay=5s overconfident=10
     stigmesh faults AGENT clear | status
+    stigmesh faults AGENT ... --at HOST:PORT --swarm-key K     (an agent on another host)
     stigmesh faults world drop-link CAR SECONDS | reboot CAR | freeze-camera CAR SECONDS
-    stigmesh status
+    stigmesh status [--run-dir D]
+    stigmesh status --swarm NAME --swarm-key K --iface IF [--port P] [--at HOST:PORT ...]
 
 Agents are reached through their control sockets in the run directory, which
-only the swarm key opens; the world through its own control socket, which
-its control key ``RUN_DIR/world.key`` opens (the world writes it at start).
+only the swarm key opens, or over TCP where an agent was started with
+``--control-listen`` (the same challenge-response); the world through its own
+control socket, which its control key ``RUN_DIR/world.key`` opens. With
+``--swarm``, status joins the swarm read-only on the interface and lists every
+agent it hears, on any host.
 """
 
 from __future__ import annotations
@@ -16,11 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from agents.control import ControlError, control_path, request
 from agents.faults import FaultSpecError, parse_byzantine, parse_faults
+from agents.net import InterfaceError, resolve_interface
+from protocol.control import Target, parse_address
+from protocol.swarm.messages import DEFAULT_SWARM_PORT
+from tools.listen import SwarmListener, listen, status_table
 from tools.swarmkey import KeyFileError, read_key
 
 
@@ -44,11 +54,30 @@ def add_faults_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("tokens", nargs="*", help="fault tokens (see agents/faults) or arguments")
     p.add_argument("--dir", choices=("in", "out", "both"), default="both",
                    help="which way network faults apply (default both)")
+    p.add_argument("--at", type=_address, default=None, metavar="HOST:PORT",
+                   help="reach the agent over TCP (its --control-listen) instead of a socket "
+                   "in the run directory; needs --swarm-key")
 
 
 def add_status_arguments(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--json", action="store_true", help="print the raw status objects")
+    p.add_argument("--swarm", default=None,
+                   help="join this swarm read-only and list every agent heard (any host)")
+    p.add_argument("--iface", default="lo", help="interface to listen on (default lo)")
+    p.add_argument("--port", type=int, default=DEFAULT_SWARM_PORT,
+                   help=f"the swarm's UDP port (default {DEFAULT_SWARM_PORT})")
+    p.add_argument("--seconds", type=float, default=3.0,
+                   help="how long to listen (default 3; agents send a HEARTBEAT a second)")
+    p.add_argument("--at", type=_address, action="append", default=[], metavar="HOST:PORT",
+                   help="also ask the agent listening there for control (repeatable)")
+
+
+def _address(text: str) -> tuple[str, int]:
+    try:
+        return parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -98,10 +127,21 @@ def faults_main(args: argparse.Namespace) -> int:
         if run_dir is None:
             return _fail("no live run found under runs/; give --run-dir")
         return _world(run_dir, args.action, args.tokens)
-    where = _resolve(args)
-    if isinstance(where, str):
-        return _fail(where)
-    run_dir, key = where
+    target: Target
+    if args.at is not None:
+        if args.swarm_key is None:
+            return _fail("--at needs --swarm-key (the swarm's key opens an agent's control)")
+        try:
+            key = read_key(args.swarm_key)
+        except KeyFileError as exc:
+            return _fail(str(exc))
+        target = args.at
+    else:
+        where = _resolve(args)
+        if isinstance(where, str):
+            return _fail(where)
+        run_dir, key = where
+        target = control_path(run_dir, args.target)
     text = " ".join(args.tokens)
     try:
         if args.action == "set":
@@ -114,7 +154,9 @@ def faults_main(args: argparse.Namespace) -> int:
             req = {"cmd": args.action}
         else:
             return _fail(f"unknown action {args.action!r}: set, byzantine, clear or status")
-        reply = request(control_path(run_dir, args.target), key, req)
+        reply = request(target, key, req)
+        if args.at is not None and reply.get("agent") not in (None, args.target):
+            return _fail(f"{args.at[0]}:{args.at[1]} is {reply.get('agent')}, not {args.target}")
     except FaultSpecError as exc:
         return _fail(str(exc))
     except ControlError as exc:
@@ -147,6 +189,8 @@ def _line(status: dict[str, Any]) -> str:
 
 
 def status_main(args: argparse.Namespace) -> int:
+    if args.swarm is not None:
+        return _swarm_status(args)
     where = _resolve(args)
     if isinstance(where, str):
         return _fail(where)
@@ -154,14 +198,53 @@ def status_main(args: argparse.Namespace) -> int:
     sockets = sorted(p for p in run_dir.glob("*.sock") if p.name != "world.sock")
     if not sockets:
         return _fail(f"no running agent in {run_dir}", 1)
+    return _ask(list(sockets), key, args.json)
+
+
+def _ask(targets: list[Target], key: bytes, as_json: bool) -> int:
     failed = 0
-    for path in sockets:
+    for target in targets:
+        name = target.stem if isinstance(target, Path) else f"{target[0]}:{target[1]}"
         try:
-            status = request(path, key, {"cmd": "status"})
+            status = request(target, key, {"cmd": "status"})
         except ControlError as exc:
-            print(f"{path.stem}: {exc}")
+            print(f"{name}: {exc}")
             failed += 1
             continue
         status.pop("ok", None)
-        print(json.dumps(status) if args.json else _line(status))
+        print(json.dumps(status) if as_json else _line(status))
     return 1 if failed else 0
+
+
+def _swarm_status(args: argparse.Namespace) -> int:
+    """Every agent heard on the swarm, then what the asked control sockets add."""
+    if args.swarm_key is None and args.run_dir is None:
+        return _fail("--swarm needs --swarm-key (the swarm's key authenticates what it hears)")
+    try:
+        key = read_key(args.swarm_key or args.run_dir / "swarm.key")
+        iface = resolve_interface(args.iface)
+    except (KeyFileError, InterfaceError) as exc:
+        return _fail(str(exc))
+    listener = SwarmListener(key, args.swarm)
+    try:
+        listen(listener, iface, args.port, args.seconds)
+    except OSError as exc:
+        return _fail(f"cannot listen on {iface.broadcast}:{args.port}: {exc.strerror or exc}")
+    rows = listener.summaries(time.monotonic())
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+    elif rows:
+        print(status_table(rows))
+    else:
+        print(f"no agent heard on swarm {args.swarm!r} at {iface.broadcast}:{args.port} "
+              f"in {args.seconds:g} s")
+    rejected = listener.rejected
+    if rejected and not args.json:
+        print("rejected while listening: " + ", ".join(f"{k} {v}" for k, v in rejected.items())
+              + (" (another swarm, or a wrong key?)" if "bad_mac" in rejected else ""))
+    targets: list[Target] = list(args.at)
+    if args.run_dir is not None:
+        targets += sorted(p for p in args.run_dir.glob("*.sock") if p.name != "world.sock")
+    code = _ask(targets, key, args.json) if targets else 0
+    return code if rows else 1

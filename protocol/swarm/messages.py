@@ -24,6 +24,7 @@ from protocol.swarm.cells import INT16_MAX, INT16_MIN, Cells
 from protocol.swarm.errors import FieldError, RejectReason
 
 PROTOCOL_VERSION = 1
+DEFAULT_SWARM_PORT = 47000  # SWARM.md §10.1: every member of a swarm uses the same port
 MAC_LEN = 16
 DEFAULT_DATAGRAM_LIMIT = 1200
 MIN_DATAGRAM_LIMIT = 1200
