@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import math
+import secrets
 import signal
 import sys
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.follow import LogFollower
-from tools.procs import Swarm, running
+from tools.procs import Swarm, claim_loopback, running
 from tools.swarmkey import write_key
 from worlds.arena import ArenaError, load_arena, shipped_arena
 
@@ -115,6 +116,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sensing", choices=("synthetic", "camera"), default=None,
                    help="override the arena's sensor mode")
     p.add_argument("--quiet", action="store_true", help="no live view, only the summary")
+    p.add_argument("--port", type=int, default=None,
+                   help="the swarm's UDP port (default 47000, or a free one near it)")
 
 
 def _names(arena_cars: list[str], n: int) -> list[str]:
@@ -143,11 +146,20 @@ def main(args: argparse.Namespace) -> int:
     key_file = run_dir / "swarm.key"
     if not key_file.exists():
         write_key(key_file)
-    print(f"stigmesh demo: {len(names)} agents ({', '.join(names)}) in {arena.name}, "
-          f"{args.duration:g} s; logs in {run_dir}", flush=True)
     swarm = Swarm(arena_path, arena, run_dir, key_file)
+    try:
+        port = claim_loopback(swarm, args.port)  # another demo on this host keeps its own
+    except RuntimeError as exc:
+        print(f"stigmesh demo: {exc}", file=sys.stderr)
+        return 2
+    cars = ", ".join(f"{n} {swarm.arena.car(n).address}" for n in names)
+    swarm_name = f"demo-{secrets.token_hex(3)}"  # its own mDNS names beside any other demo
+    print(f"stigmesh demo: {len(names)} agents in {arena.name} (cars: {cars}; swarm "
+          f"{swarm_name} on port {port}), {args.duration:g} s; logs in {run_dir}", flush=True)
     extra_world = ["--sensing", args.sensing] if args.sensing else []
-    extra_agent = ["--sensing", args.sensing] if args.sensing == "camera" else []
+    extra_agent = ["--port", str(port), "--swarm", swarm_name, "--quiet"]
+    if args.sensing == "camera":
+        extra_agent += ["--sensing", "camera"]
     interrupted = False
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

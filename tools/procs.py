@@ -8,16 +8,22 @@ after a grace period, never left behind.
 from __future__ import annotations
 
 import contextlib
+import functools
+import ipaddress
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agents.carlink.lock import CarLock, CarLockedError
+from agents.net import LOOPBACK_BROADCAST
+from protocol.swarm.messages import DEFAULT_SWARM_PORT
 from tools.agent_config import write_simulated_robot
 from tools.swarmkey import write_key
 from worlds.arena import Arena, load_arena
@@ -81,9 +87,13 @@ class Swarm:
     run_dir: Path
     key_file: Path
     procs: dict[str, Proc] = field(default_factory=dict)
+    cars_on: str | None = None  # the cars' /24 when moved off the arena's (see claim_loopback)
+    claims: list[CarLock] = field(default_factory=list)  # held for this process's life
 
     def start_world(self, duration: float | None, extra: Sequence[str] = ()) -> Proc:
         args = ["world", str(self.arena_path), "--run-dir", str(self.run_dir), *extra]
+        if self.cars_on is not None:
+            args += ["--cars-on", self.cars_on]
         if duration is not None:
             args += ["--duration", f"{duration:g}"]
         proc = _spawn("world", args, self.run_dir)
@@ -141,6 +151,66 @@ def private_swarm(tmp: Path, arena_source: Path, run_name: str = "run") -> Swarm
     run_dir.mkdir()
     write_key(run_dir / "swarm.key")
     return Swarm(path, load_arena(path), run_dir, run_dir / "swarm.key")
+
+
+def _claim(swarm: Swarm, key: str, free: Callable[[], bool]) -> bool:
+    """Hold a host-wide lock on ``key`` for this process's life if ``free()`` then holds:
+    two runs starting at once cannot both pick the same block or port."""
+    lock = CarLock(key)
+    try:
+        lock.acquire()
+    except CarLockedError:
+        return False
+    if not free():
+        lock.release()
+        return False
+    swarm.claims.append(lock)
+    return True
+
+
+def _free(address: str, port: int, kind: int) -> bool:
+    """Whether nothing holds ``address:port`` now (no reuse flags: a shared bind is busy too)."""
+    with socket.socket(socket.AF_INET, kind) as s:
+        try:
+            s.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+def _cars_free(arena: Arena) -> bool:
+    return all(_free(c.address, p, k) for c in arena.cars for p, k in
+               ((4210, socket.SOCK_DGRAM), (4211, socket.SOCK_DGRAM), (8080, socket.SOCK_STREAM)))
+
+
+def claim_loopback(
+    swarm: Swarm, port: int | None, tries: int = 64, ports: Sequence[int] | None = None
+) -> int:
+    """Move ``swarm``'s loopback cars to a /24 nobody serves (the arena's own first) and
+    return a free swarm port: ``port`` if given, else the first free of ``ports`` (47000,
+    then random ones above it); ``RuntimeError`` saying why if there is none."""
+    cars = [c.address for c in swarm.arena.cars]
+    if all(ipaddress.IPv4Address(a).is_loopback for a in cars):
+        rng = random.Random()
+        blocks = [cars[0].rsplit(".", 1)[0]] + [
+            f"127.{rng.randint(100, 250)}.{rng.randint(1, 250)}" for _ in range(tries)]
+        for prefix in blocks:
+            moved = swarm.arena.with_cars_on(prefix)
+            if _claim(swarm, f"block-{prefix}", functools.partial(_cars_free, moved)):
+                if moved.cars != swarm.arena.cars:
+                    swarm.arena, swarm.cars_on = moved, prefix
+                break
+        else:
+            raise RuntimeError(f"no free loopback block for {len(cars)} cars in {tries} tries")
+    if port is not None:
+        return port
+    if ports is None:
+        ports = (DEFAULT_SWARM_PORT, *random.sample(range(47001, 48000), tries))
+    for candidate in ports:
+        free = functools.partial(_free, LOOPBACK_BROADCAST, candidate, socket.SOCK_DGRAM)
+        if _claim(swarm, f"port-{candidate}", free):
+            return candidate
+    raise RuntimeError(f"no free swarm port near {DEFAULT_SWARM_PORT}; give --port")
 
 
 def private_swarm_args() -> list[str]:

@@ -42,8 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-dir", type=Path, default=None,
                    help="where the logs go (default runs/NAME-MODE-DATE-TIME); must hold no log")
     p.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
-    p.add_argument("--port", type=int, default=47000,
-                   help="real mode: the swarm's broadcast port (default 47000)")
+    p.add_argument("--port", type=int, default=None,
+                   help="real mode: the swarm's broadcast port (default: 47000, or a free one "
+                   "near it when another run holds it)")
     p.add_argument("--no-report", action="store_true", help="skip the replay report")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -323,12 +324,12 @@ def _real_lines(run: RealRun, views: dict[str, Any], truth: Any) -> Callable[[],
     return lines
 
 
-def run_real(scenario: Scenario, run_dir: Path, port: int,
+def run_real(scenario: Scenario, run_dir: Path, port: int | None,
              progress: Progress) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Returns the applied schedule and the exit status of every process."""
     from tools.demo import AgentView, Truth
     from tools.follow import LogFollower
-    from tools.procs import Swarm, running
+    from tools.procs import Swarm, claim_loopback, running
     from tools.scenario import timeline
     from tools.swarmkey import read_key, write_key
 
@@ -336,6 +337,7 @@ def run_real(scenario: Scenario, run_dir: Path, port: int,
     if not key_file.exists():
         write_key(key_file)
     swarm = Swarm(Path(scenario.arena.source), scenario.arena, run_dir, key_file)
+    port = claim_loopback(swarm, port)  # another run on this host keeps its own cars and port
     run = RealRun(scenario, swarm, read_key(key_file), port, progress)
     views = {n: AgentView(n, LogFollower(run_dir / f"{n}.jsonl")) for n in scenario.names}
     truth = Truth(run_dir / "world.jsonl")
@@ -375,7 +377,7 @@ def main(args: argparse.Namespace) -> int:
         problem = _real_mode_problem(scenario)
         if problem is not None:
             return _fail(problem)
-        if not 1024 <= args.port <= 65535:
+        if args.port is not None and not 1024 <= args.port <= 65535:
             return _fail("--port must be in 1024..65535")
     run_dir: Path = args.run_dir or default_run_dir(scenario, args.lockstep)
     problem = prepare_run_dir(run_dir, scenario)
@@ -397,6 +399,9 @@ def main(args: argparse.Namespace) -> int:
             applied = run_lockstep(scenario, run_dir, progress)
         else:
             applied, codes = run_real(scenario, run_dir, args.port, progress)
+    except RuntimeError as exc:  # no free loopback block or swarm port
+        signal.signal(signal.SIGINT, previous)
+        return _fail(str(exc))
     except KeyboardInterrupt:
         interrupted = True
         progress.done()

@@ -195,6 +195,17 @@ class Arena:
                 return car
         raise KeyError(f"no car {key!r} in arena {self.name}")
 
+    def with_cars_on(self, prefix: str) -> Arena:
+        """The cars moved to the /24 ``prefix`` (e.g. ``127.41.7``), each keeping its last
+        octet: two runs on one host each get their own block."""
+        cars = tuple(replace(c, address=f"{prefix}.{c.address.rsplit('.', 1)[1]}")
+                     for c in self.cars)
+        for car in cars:
+            ip = ipaddress.IPv4Address(car.address)  # raises ValueError on a bad prefix
+            if ip.is_unspecified or ip.is_multicast:
+                raise ValueError(f"{car.address} is not a host address")
+        return replace(self, cars=cars)
+
     def with_sensing(self, mode: str) -> Arena:
         if mode not in SENSING_MODES:
             raise ValueError(f"sensing mode must be one of {SENSING_MODES}, got {mode!r}")

@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--sensing", choices=SENSING_MODES, default=None, help="override the arena's sensor mode"
     )
     parser.add_argument("--seed", type=int, default=None, help="override the arena's seed")
+    parser.add_argument("--cars-on", default=None, metavar="A.B.C",
+                        help="serve the cars on this /24 instead, each keeping its last octet "
+                        "(demos on one host pick a free one)")
     parser.add_argument(
         "--firmware", choices=("model", "sitl"), default="model",
         help="the cars' firmware: the Python reference model (default), or the ESP32 sketch "
@@ -71,6 +74,12 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.sensing is not None:
         arena = arena.with_sensing(args.sensing)
+    if args.cars_on is not None:
+        try:
+            arena = arena.with_cars_on(args.cars_on)
+        except ValueError as exc:
+            _error(f"--cars-on {args.cars_on}: {exc}")
+            return EXIT_USAGE
     why = check_binary() if args.firmware == "sitl" else None
     if why is not None:
         _error(why)
