@@ -22,7 +22,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,7 @@ class RuntimeOptions:
     car_id: int | None = None  # the robot id the car must report
     status_every: float | None = None  # s between console status lines; None: quiet
     control_listen: str | None = None  # ADDRESS:PORT for control over TCP (off: None)
+    recorded: Mapping[str, Any] | None = None  # what the log's start event keeps for replay
 
 
 def claim_epoch(run_dir: Path, name: str, wall_seconds: float) -> int:
@@ -563,7 +564,7 @@ class AgentRuntime:
             "start", name=o.config.name, swarm=o.swarm, swarm_id=self.swarm_id, epoch=self.epoch,
             car=o.car, iface=o.iface.name, address=o.iface.address, broadcast=o.iface.broadcast,
             port=o.swarm_port, fusion=o.config.fusion, reputation=o.config.use_reputation,
-            key_id=hashlib.sha256(o.key).hexdigest()[:12],
+            key_id=hashlib.sha256(o.key).hexdigest()[:12], **(o.recorded or {}),
         )
         try:
             await asyncio.to_thread(self._start_car)

@@ -26,7 +26,7 @@ from agents.runtime import (
 )
 from protocol.control import parse_address
 from protocol.robotfile import KEYS, Key, merge, missing, read_robot, to_toml
-from protocol.site import load_site
+from protocol.site import load_site, site_to_toml
 from protocol.swarm.messages import check_name
 from protocol.tomlfile import FileError
 from tools.agent_config import ConfigError, config_from_site, mount_of
@@ -124,6 +124,7 @@ def main(args: argparse.Namespace) -> int:
         mdns=s["mdns"], duration=s["duration"], car_timeout=s["car_timeout"],
         pipeline=pipeline, car_id=s["car_id"], status_every=None if s["quiet"] else
         s["status_every"], control_listen=s["control_listen"],
+        recorded={"site_toml": site_to_toml(site), "settings": _plain(s)},
     )
     print(
         f"stigmesh agent {s['name']}: car {car}, site {site.name}, interface {iface.name} "
@@ -143,6 +144,11 @@ def main(args: argparse.Namespace) -> int:
     if runtime.fatal is not None:
         _error(f"{runtime.fatal}; the car was stopped (log: {runtime.log.path})")
     return code
+
+
+def _plain(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings as JSON can log them (paths as text)."""
+    return {k: str(v) if isinstance(v, Path) else v for k, v in settings.items()}
 
 
 def _pipeline(site: Any, s: dict[str, Any]) -> Any:

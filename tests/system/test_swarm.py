@@ -21,8 +21,8 @@ from protocol.swarm import Kind
 from protocol.swarm.codec import decode_payload
 from protocol.swarm.messages import MAC_LEN
 from tests.system.conftest import private_swarm_args
-from tools.agent_config import agent_config
 from tools.procs import Swarm
+from tools.replay.rerun import recorded_config
 
 pytestmark = pytest.mark.slow
 
@@ -123,7 +123,8 @@ def test_two_agents_discover_share_and_ignore_a_forger(two_car_swarm: Swarm) -> 
     # every belief snapshot it logged, bit for bit.
     log = logs["walnut"]
     start = next(line for line in log if line["event"] == "start")
-    core = AgentCore(agent_config(swarm.arena, "walnut"), start["t"])
+    # from what the log itself records (site and settings): no arena, as for a real robot
+    core = AgentCore(recorded_config(None, "walnut", start), start["t"])
     replayed = [d for _, d in replay_inputs(core, log, start["swarm_id"])]
     recorded = [line["digest"] for line in log if line["event"] == "belief"]
     assert len(recorded) >= 10

@@ -104,14 +104,12 @@ def main(args: argparse.Namespace) -> int:
         arena, arena_note = find_arena(run, args.arena)
     except ArenaError as e:
         return _fail(f"--arena: {e}", EXIT_USAGE)
-    if sets and arena is None:
-        return _fail(f"cannot re-run: {arena_note}; pass --arena FILE_OR_NAME", EXIT_USAGE)
-    if sets:
-        assert arena is not None
+    if sets:  # agents that logged their site re-run without an arena (a real robot's run)
         try:
             agent_configs(run, arena, sets)  # refuse a bad setting before any work
         except (OverrideError, RerunError) as e:
-            return _fail(str(e), EXIT_USAGE)
+            hint = "" if arena is not None else f" ({arena_note}; pass --arena FILE_OR_NAME)"
+            return _fail(f"{e}{hint}", EXIT_USAGE)
     cell = GridParams().cell_size
     room = room_cells_of(arena.room.size_x, arena.room.size_y, cell) if arena else None
     for note in run.notes:
@@ -123,7 +121,6 @@ def main(args: argparse.Namespace) -> int:
     reruns = None
     rerun_summary = None
     if sets:
-        assert arena is not None
         try:
             reruns = rerun_run(run, arena, sets, room_cells=room, progress=_say)
         except (OverrideError, RerunError) as e:

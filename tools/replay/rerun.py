@@ -23,8 +23,9 @@ from agents.belief.track import cv_predict
 from agents.core import FUSION_NONE, AgentConfig, AgentCore
 from agents.node import Address, replay_inputs
 from agents.observations import ObservationBatch
+from protocol.site import parse_site
 from protocol.swarm import Message
-from tools.agent_config import agent_config
+from tools.agent_config import agent_config, config_from_site
 from tools.replay.load import Line, ProcessLog, Progress, RunDir, swarm_id_of
 from tools.replay.metrics import (
     SPEED_TOLERANCE,
@@ -126,8 +127,16 @@ def variant_sets(fusion: str | None, sets: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def recorded_config(arena: Arena, name: str, start: Line | None) -> AgentConfig:
-    """The agent's configuration as far as its log records it (fusion rule, reputation)."""
+def recorded_config(arena: Arena | None, name: str, start: Line | None) -> AgentConfig:
+    """The agent's configuration as its log records it: the site and robot settings it
+    started from, else (older logs) the arena with its fusion rule and reputation."""
+    if start is not None and isinstance(start.get("site_toml"), str) and isinstance(
+        start.get("settings"), dict
+    ):
+        site = parse_site(start["site_toml"], f"{name}'s recorded site")
+        return config_from_site(site, start["settings"])
+    if arena is None:
+        raise ValueError("its log records no site and no arena was found")
     kw: dict[str, Any] = {}
     if start is not None:
         if isinstance(start.get("fusion"), str):
@@ -313,7 +322,7 @@ def _matches(trace: RerunTrace, recorded: Mapping[float, str]) -> int:
 
 
 def agent_configs(
-    run: RunDir, arena: Arena, sets: Mapping[str, str]
+    run: RunDir, arena: Arena | None, sets: Mapping[str, str]
 ) -> dict[str, tuple[AgentConfig, AgentConfig]]:
     """Each agent's (recorded, variant) configuration; raises OverrideError or RerunError."""
     out = {}
@@ -321,14 +330,15 @@ def agent_configs(
         try:
             base = recorded_config(arena, name, log.first("start"))
         except ValueError as e:
-            raise RerunError(f"{name}: no configuration from arena {arena.name}: {e}") from None
+            where = "its recorded site" if arena is None else f"arena {arena.name}"
+            raise RerunError(f"{name}: no configuration from {where}: {e}") from None
         out[name] = (base, apply_overrides(base, sets))
     return out
 
 
 def rerun_run(
     run: RunDir,
-    arena: Arena,
+    arena: Arena | None,
     sets: Mapping[str, str],
     *,
     room_cells: tuple[int, int] | None = None,
