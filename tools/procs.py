@@ -3,6 +3,10 @@
 Used by ``stigmesh demo``, ``stigmesh run`` and the multi-process tests, so
 every process started is bounded in time and stopped: SIGTERM first, SIGKILL
 after a grace period, never left behind.
+
+Tests wait on events, not on the clock: :func:`wait_for` polls a condition (a
+line in a run log, an answer on a control socket) until a generous deadline and
+fails at once, with the process's output, if a process it depends on has exited.
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agents.carlink.lock import CarLock, CarLockedError
 from agents.net import LOOPBACK_BROADCAST
 from protocol.swarm.messages import DEFAULT_SWARM_PORT
 from tools.agent_config import write_simulated_robot
+from tools.follow import LogFollower
 from tools.swarmkey import write_key
 from worlds.arena import Arena, load_arena
 
@@ -34,6 +40,8 @@ class Proc:
     name: str
     popen: subprocess.Popen[bytes]
     output: Path
+    started: float = field(default_factory=time.monotonic)  # when it was spawned
+    terminated: bool = field(default=False, repr=False)  # SIGTERM already sent
 
     @property
     def pid(self) -> int:
@@ -46,10 +54,14 @@ class Proc:
         if self.alive():
             with contextlib.suppress(ProcessLookupError):
                 self.popen.send_signal(sig)
+                self.terminated |= sig == signal.SIGTERM
 
     def stop(self, grace: float = 5.0) -> int:
-        """SIGTERM, wait ``grace`` seconds, then SIGKILL; returns the exit status."""
-        self.signal(signal.SIGTERM)
+        """SIGTERM (once: a second one could land after the process restored the default
+        action while shutting down), wait ``grace`` seconds, then SIGKILL; returns the exit
+        status."""
+        if not self.terminated:
+            self.signal(signal.SIGTERM)
         try:
             return self.popen.wait(grace)
         except subprocess.TimeoutExpired:
@@ -90,7 +102,9 @@ class Swarm:
     cars_on: str | None = None  # the cars' /24 when moved off the arena's (see claim_loopback)
     claims: list[CarLock] = field(default_factory=list)  # held for this process's life
 
-    def start_world(self, duration: float | None, extra: Sequence[str] = ()) -> Proc:
+    def start_world(self, duration: float | None, extra: Sequence[str] = (),
+                    ready_within: float = 60.0) -> Proc:
+        """Start the world server and wait (``ready_within`` s at most) for its socket."""
         args = ["world", str(self.arena_path), "--run-dir", str(self.run_dir), *extra]
         if self.cars_on is not None:
             args += ["--cars-on", self.cars_on]
@@ -98,7 +112,7 @@ class Swarm:
             args += ["--duration", f"{duration:g}"]
         proc = _spawn("world", args, self.run_dir)
         self.procs["world"] = proc
-        deadline = time.monotonic() + 20.0
+        deadline = time.monotonic() + ready_within
         while not (self.run_dir / "world.sock").exists():
             if not proc.alive():
                 raise RuntimeError(f"the world server exited:\n{proc.tail()}")
@@ -130,6 +144,70 @@ class Swarm:
         if "world" in self.procs:
             codes["world"] = self.procs["world"].stop(grace)
         return codes
+
+    def stop(self, *names: str, grace: float = 15.0) -> dict[str, int]:
+        """SIGTERM these processes together, then wait for each; their exit statuses."""
+        for name in names:
+            self.procs[name].signal(signal.SIGTERM)
+        return {name: self.procs[name].stop(grace) for name in names}
+
+
+class RunLogs:
+    """The run logs of a run directory, read incrementally while they are written.
+
+    ``lines(name)`` is everything ``name.jsonl`` holds so far, complete lines only;
+    each call reads just what was appended since the last one, so polling is cheap.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._followers: dict[str, LogFollower] = {}
+        self._lines: dict[str, list[dict[str, Any]]] = {}
+
+    def lines(self, name: str) -> list[dict[str, Any]]:
+        follower = self._followers.get(name)
+        if follower is None:
+            follower = self._followers[name] = LogFollower(self.run_dir / f"{name}.jsonl")
+            self._lines[name] = []
+        self._lines[name].extend(line for line in follower.read()
+                                 if "event" in line and "t" in line)
+        return self._lines[name]
+
+    def events(self, name: str, *events: str) -> list[dict[str, Any]]:
+        return [line for line in self.lines(name) if line["event"] in events]
+
+    def forget(self, name: str) -> None:
+        """Start over on ``name`` (its log was moved away and a new one begins)."""
+        self._followers.pop(name, None)
+        self._lines.pop(name, None)
+
+
+def wait_for(
+    condition: Callable[[], object],
+    timeout: float,
+    what: str,
+    watch: Sequence[Proc] = (),
+    every: float = 0.1,
+) -> float:
+    """Poll ``condition`` until it is true; returns the seconds it took.
+
+    Fails with an AssertionError naming ``what`` after ``timeout`` seconds, or as soon
+    as a process in ``watch`` has exited (with the end of its output). The timeout is a
+    bound for a broken system, not a measurement: make it generous.
+    """
+    began = time.monotonic()
+    deadline = began + timeout
+    while not condition():
+        for proc in watch:
+            if not proc.alive():
+                raise AssertionError(
+                    f"{proc.name} exited (status {proc.popen.returncode}) while waiting for "
+                    f"{what}:\n{proc.tail()}")
+        if time.monotonic() > deadline:
+            tails = "".join(f"\n--- {p.name}:\n{p.tail(8)}" for p in watch)
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{tails}")
+        time.sleep(every)
+    return time.monotonic() - began
 
 
 @contextlib.contextmanager
