@@ -9,24 +9,34 @@ import json
 import pytest
 
 from protocol.runlog import read_run_log
-from tests.system.conftest import private_swarm_args
+from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
 from tools.procs import Swarm
 from tools.replay import main as replay_main
 
 pytestmark = pytest.mark.slow
+RUN = 60.0  # s of each agent's run; the replay's track error counts after 20 s
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)  # each wait has its own deadline; this bounds the whole test
 def test_two_camera_cars_localize_detect_share_and_replay(two_car_swarm: Swarm) -> None:
     swarm = two_car_swarm
-    args = [*private_swarm_args(), "--sensing", "camera"]
-    swarm.start_world(duration=80, extra=["--sensing", "camera"])
-    for name in ("walnut", "hazel"):
-        swarm.start_agent(name, duration=60, extra=args)
-    for name in ("walnut", "hazel"):
-        assert swarm.procs[name].popen.wait(timeout=100) == 0, swarm.procs[name].tail()
-    swarm.stop_all()
     run = swarm.run_dir
+    live = RunLogs(run)
+    args = [*private_swarm_args(), "--sensing", "camera"]
+    # No fixed run length: the agents run until each has logged RUN s of beliefs.
+    procs = [swarm.start_world(duration=BACKSTOP, extra=["--sensing", "camera"])]
+    procs += [swarm.start_agent(n, duration=BACKSTOP, extra=args) for n in ("walnut", "hazel")]
+
+    def ran(name: str) -> bool:
+        start = live.events(name, "start")
+        return bool(start) and any(b["t"] > start[0]["t"] + RUN
+                                   for b in live.events(name, "belief"))
+
+    wait_for(lambda: ran("walnut") and ran("hazel"), RUN + 120,
+             f"{RUN:g} s of both agents' beliefs", procs, every=1.0)
+    codes = swarm.stop("walnut", "hazel")
+    assert codes == {"walnut": 0, "hazel": 0}, (procs[1].tail(), procs[2].tail())
+    swarm.stop_all()
     for name in ("walnut", "hazel"):
         log = list(read_run_log(run / f"{name}.jsonl"))
         staged = [line for line in log if line["event"] == "obs" and "stages" in line]

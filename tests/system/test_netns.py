@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +22,8 @@ import pytest
 
 from protocol.runlog import read_run_log
 from protocol.site import site_to_toml
-from tests.system.conftest import private_swarm_args
+from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
+from tools.procs import Proc
 from tools.swarmkey import write_key
 from worlds.arena import load_arena, shipped_arena
 
@@ -95,15 +96,27 @@ def net() -> Iterator[Net]:
         n.close()
 
 
-def _spawn(ns: str, out: Path, *args: str) -> subprocess.Popen[bytes]:
+def _spawn(ns: str, run: Path, name: str, *args: str) -> Proc:
+    out = run / f"{name}.out"
     with out.open("wb") as handle:
-        return subprocess.Popen(
+        popen = subprocess.Popen(
             ["ip", "netns", "exec", ns, sys.executable, "-m", "tools.cli", *args],
             stdout=handle, stderr=subprocess.STDOUT, cwd=REPO,
         )
+    return Proc(name, popen, out)  # ip netns exec execs the command: signals reach it
+
+
+def _across_the_bridge(log: list[dict], other: str) -> tuple[list[dict], list[dict], list[dict]]:
+    """(discoveries of ``other``, datagrams accepted from the bridge, peer tracks fused)."""
+    found = [line for line in log if line["event"] == "discovered" and line["peer"] == other]
+    heard = [line for line in log if line["event"] == "rx" and line["ok"]
+             and line["src"][0].startswith("198.18.0.")]
+    fused = [line for line in log if line["event"] == "peer_track" and line["fused"]]
+    return found, heard, fused
 
 
 @pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
+@pytest.mark.timeout(240)  # each wait has its own deadline; this bounds the whole test
 def test_agents_in_their_own_namespaces_discover_and_share(net: Net, tmp_path: Path) -> None:
     arena = tmp_path / "two_cars.toml"
     arena.write_text(shipped_arena("two_cars").read_text().replace("127.0.2.", "198.18.2."))
@@ -116,43 +129,47 @@ def test_agents_in_their_own_namespaces_discover_and_share(net: Net, tmp_path: P
     run.mkdir()
     key = run / "swarm.key"
     write_key(key)
-    procs = [_spawn(net.hub, run / "world.out", "world", str(arena), "--run-dir", str(run),
-                    "--duration", "30")]
+    live = RunLogs(run)
+    pairs = (("walnut", "hazel"), ("hazel", "walnut"))
+    # No fixed run length: the test stops every process once it has seen what it checks.
+    world = _spawn(net.hub, run, "world", "world", str(arena), "--run-dir", str(run),
+                   "--duration", f"{BACKSTOP:g}")
+    agents: list[Proc] = []
     try:
-        deadline = time.monotonic() + 20
-        while not (run / "world.sock").exists():
-            assert time.monotonic() < deadline, (run / "world.out").read_text()
-            time.sleep(0.1)
+        wait_for((run / "world.sock").exists, 60, "the world server", [world])
         args = private_swarm_args()
         for index, (name, ns) in enumerate(spaces.items(), start=1):
-            procs.append(_spawn(
-                ns, run / f"{name}.out", "agent", "--name", name,
+            agents.append(_spawn(
+                ns, run, name, "agent", "--name", name,
                 "--car", f"198.18.2.{index}", "--site", str(site), "--iface", f"veth{index}",
-                "--swarm-key", str(key), "--run-dir", str(run), "--duration", "14", *args,
+                "--swarm-key", str(key), "--run-dir", str(run), "--duration", f"{BACKSTOP:g}",
+                *args,
             ))
-        for proc, name in zip(procs[1:], spaces, strict=True):
-            assert proc.wait(timeout=40) == 0, (run / f"{name}.out").read_text()
+
+        def shared() -> bool:
+            for me, other in pairs:
+                found, heard, fused = _across_the_bridge(live.lines(me), other)
+                if not (found and len(heard) > 50 and fused):
+                    return False
+            return True
+
+        wait_for(shared, 90, "both agents to discover each other and share across the bridge",
+                 [world, *agents], every=0.5)
+        for agent in agents:
+            agent.signal(signal.SIGTERM)
+        for agent in agents:
+            assert agent.stop(15) == 0, agent.tail()
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5)
+        for proc in [*agents, world]:
+            proc.stop(10)
     for me, other in (("walnut", "hazel"), ("hazel", "walnut")):
         log = list(read_run_log(run / f"{me}.jsonl"))
         start = next(line for line in log if line["event"] == "start")
         assert start["address"].startswith("198.18.0.")
         assert start["broadcast"] == "198.18.255.255"
-        found = [line for line in log if line["event"] == "discovered"
-                 and line["peer"] == other]
+        found, heard, fused = _across_the_bridge(log, other)
         assert found, f"{me} did not discover {other} across the bridge"
         assert found[0]["addr"][0] == ("198.18.0.2" if me == "walnut" else "198.18.0.1")
-        heard = [line for line in log if line["event"] == "rx" and line["ok"]
-                 and line["src"][0].startswith("198.18.0.")]
-        fused = [line for line in log if line["event"] == "peer_track" and line["fused"]]
         print(f"{me}: discovered {other} at {found[0]['addr']} "
               f"{found[0]['t'] - start['t']:.2f} s after start; {len(heard)} datagrams "
               f"accepted across the bridge, {len(fused)} peer tracks fused")
