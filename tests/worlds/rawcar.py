@@ -50,6 +50,7 @@ class RawCar:
         self.probe_sock.bind(("127.0.0.1", 0))
         self.offset: float | None = None  # car uptime (s) minus local monotonic (s)
         self.seq = 0
+        self.probe_id = 0
         self.last: Telemetry | None = None
         self.last_drive_sent: float | None = None
 
@@ -106,29 +107,37 @@ class RawCar:
                 if time.monotonic() > deadline:
                     raise
 
-    def sync(self, samples: int = 8) -> float:
-        """Map the car's uptime to the local clock from the probe with the best round trip."""
-        best: tuple[float, float] | None = None
-        for request_id in range(1, samples + 1):
-            t0 = time.monotonic()
-            self.probe_sock.sendto(
-                encode_probe_request(ProbeRequest(request_id)), (self.address, 4211)
-            )
-            self.probe_sock.settimeout(0.5)
+    def probe(self, timeout: float = 2.0) -> tuple[float, float, int]:
+        """One clock probe: (sent, answered, car uptime in µs), local monotonic times."""
+        self.probe_id += 1
+        self.probe_sock.settimeout(timeout)
+        t0 = time.monotonic()
+        self.probe_sock.sendto(
+            encode_probe_request(ProbeRequest(self.probe_id)), (self.address, 4211)
+        )
+        while True:
             data, _ = self.probe_sock.recvfrom(64)
             t1 = time.monotonic()
             reply = decode_probe_reply(data)
-            assert reply.request_id == request_id
-            offset = reply.uptime_us / 1e6 - (t0 + t1) / 2
+            if reply.request_id == self.probe_id:  # an older, late reply is skipped
+                return t0, t1, reply.uptime_us
+
+    def sync(self, samples: int = 8) -> float:
+        """Map the car's uptime to the local clock from the probe with the best round trip."""
+        best: tuple[float, float] | None = None
+        for _ in range(samples):
+            t0, t1, uptime_us = self.probe()
+            offset = uptime_us / 1e6 - (t0 + t1) / 2
             if best is None or t1 - t0 < best[0]:
                 best = (t1 - t0, offset)
         assert best is not None
         self.offset = best[1]
         return best[0]
 
-    def uptime_ms(self) -> int:
+    def uptime_ms(self, at: float | None = None) -> int:
+        """The car's uptime at local monotonic time ``at`` (now), by the last sync()."""
         assert self.offset is not None, "sync() first"
-        return int((time.monotonic() + self.offset) * 1000)
+        return int(((time.monotonic() if at is None else at) + self.offset) * 1000)
 
     def arm(self) -> Telemetry:
         """ARM with the current nonce, token and a fresh stamp; returns the armed telemetry."""
@@ -142,9 +151,13 @@ class RawCar:
         raise AssertionError(f"car {self.robot_id} did not arm: {self.last}")
 
     def drive(self, left: float, right: float) -> None:
-        """DRIVE with a fresh stamp (MZ01.md: a DRIVE must be fresh too); sync() first."""
-        self._send(Kind.DRIVE, left, right, stamp=self.uptime_ms())
-        self.last_drive_sent = time.monotonic()
+        """DRIVE with a fresh stamp (MZ01.md: a DRIVE must be fresh too); sync() first.
+
+        ``last_drive_sent`` is read before the datagram leaves (nobody can have it
+        earlier) and is the moment its stamp gives, in the local clock."""
+        sent = time.monotonic()
+        self._send(Kind.DRIVE, left, right, stamp=self.uptime_ms(sent))
+        self.last_drive_sent = sent
 
     def drive_for(self, left: float, right: float, seconds: float, rate: float = 30.0) -> None:
         start = time.monotonic()
@@ -181,8 +194,8 @@ class WorldProcess:
             text=True,
         )
 
-    def wait_ready(self, timeout: float = 15.0) -> str:
-        """Wait for the start banner; returns it."""
+    def wait_ready(self, timeout: float = 60.0) -> str:
+        """Wait for the start banner (a generous deadline: a busy machine starts slowly)."""
         assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

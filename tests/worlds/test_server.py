@@ -27,6 +27,7 @@ from protocol.mjpeg import (
     request,
 )
 from protocol.runlog import read_run_log
+from tests.support.lateness import Lateness
 from tests.support.sitlcar import firmware_args
 from tests.worlds.rawcar import REPO, RawCar, arena_text, free_subnet, world_process
 from worlds.control import ControlError, WorldControl, send_control
@@ -52,6 +53,16 @@ def _pose_at(truth: list[dict], t: float, car: int) -> tuple[float, float, float
     return c["x"], c["y"], c["yaw"]
 
 
+TOP_SPEED = 0.7  # m/s, a car at full duty (tests/worlds/test_sim.py)
+
+
+def physics_skipped(run_dir: Path, t0: float, t1: float) -> float:
+    """Seconds of physics the world skipped between t0 and t1 because the machine was too
+    busy to keep up (bodies hold still meanwhile; firmware and sensors still run)."""
+    return sum(e["skipped"] for e in read_run_log(run_dir / "world.jsonl")
+               if e["event"] == "physics_skip" and t0 <= e["t"] <= t1)
+
+
 @FIRMWARES
 def test_drive_forward_then_commands_stop(tmp_path: Path, firmware: str):
     subnet = free_subnet()
@@ -70,14 +81,20 @@ def test_drive_forward_then_commands_stop(tmp_path: Path, firmware: str):
             t_end = time.monotonic()
             car.wait_disarmed()
             # -- the watchdog, over repeated trials --
-            last_sent = []
-            for _ in range(10):
-                car.arm()
-                car.drive_for(0.5, -0.5, 0.1)
-                assert car.last_drive_sent is not None
-                last_sent.append(car.last_drive_sent)
-                tel = car.wait_disarmed()
-                assert tel.reason == "watchdog"
+            last_sent, answered = [], []
+            with Lateness() as late:  # how late this process woke meanwhile
+                for _ in range(10):
+                    car.arm()
+                    car.drive_for(0.5, -0.5, 0.1)
+                    assert car.last_drive_sent is not None
+                    last_sent.append(car.last_drive_sent)
+                    # A clock probe right behind the last DRIVE: the car answers it as it
+                    # reads its datagrams, so its round trip shows how long a busy machine
+                    # kept the car from reading that DRIVE.
+                    sent, back, _ = car.probe()
+                    answered.append(back - sent)
+                    tel = car.wait_disarmed()
+                    assert tel.reason == "watchdog"
             time.sleep(0.1)
             status = WorldControl(run_dir).status()
         finally:
@@ -92,8 +109,11 @@ def test_drive_forward_then_commands_stop(tmp_path: Path, firmware: str):
     x1, y1, _ = _pose_at(truth, t_end + 0.5, 1)
     forward = (x1 - x0) * math.cos(yaw0) + (y1 - y0) * math.sin(yaw0)
     lateral = -(x1 - x0) * math.sin(yaw0) + (y1 - y0) * math.cos(yaw0)
-    # duty 0.8 -> 0.525 m/s for 1 s, plus the coast to the watchdog
-    assert 0.35 < forward < 0.8, forward
+    # duty 0.8 -> 0.525 m/s for 1 s, plus the coast to the watchdog; physics the world
+    # skipped (a busy machine) cost at most the top speed for that long
+    skipped = physics_skipped(run_dir, t_start, t_end + 0.5)
+    print(f"\ncar 1 drove {forward:.3f} m forward; the world skipped {skipped:.3f} s of physics")
+    assert 0.35 - TOP_SPEED * skipped < forward < 0.8, (forward, skipped)
     assert abs(lateral) < 0.05, lateral
     assert _pose_at(truth, t_start, 2)[:2] == pytest.approx(
         _pose_at(truth, t_end + 0.5, 2)[:2], abs=0.005
@@ -106,18 +126,30 @@ def test_drive_forward_then_commands_stop(tmp_path: Path, firmware: str):
     trials = list(zip(disarms[1:], zeros[1:], last_sent, strict=True))
     from_feed = [(z["t"] - d["last_feed_t"]) * 1000 for d, z, _ in trials]
     from_send = [(z["t"] - s) * 1000 for _, z, s in trials]
+    trip = [send - feed for send, feed in zip(from_send, from_feed, strict=True)]
+    probes = [a * 1000 for a in answered]
+    busy = 2 * late.worst * 1000  # ms a busy machine may add to a wake-up, measured
     print(
         f"\n{firmware} car, {len(trials)} trials"
         f"\nwheels zero after the last accepted DRIVE (ms): {_spread(from_feed)}"
         f"\nwheels zero after the client sent it (ms):      {_spread(from_send)}"
+        f"\nthe DRIVE's trip to its acceptance (ms):        {_spread(trip)}"
+        f"\na probe behind it answered after (ms):          {_spread(probes)}"
+        f"\nworst wake-up of this process meanwhile: {late.worst * 1000:.1f} ms"
     )
-    # The lease starts at the DRIVE's stamp (MZ01.md), the client's estimate of the
-    # car's uptime: its clock error (half its best probe's round trip) and the wait
-    # in the world's event loop put it a few ms before the measured arrival.
     if firmware == "model":
-        assert all(295.0 <= ms <= 305.0 + 1e-6 for ms in from_feed), from_feed
-        # the DRIVE's trip through loopback and the event loop adds a little
-        assert all(ms <= 305.0 + 10.0 for ms in from_send), from_send
+        # The lease starts at the DRIVE's stamp (MZ01.md), the client's estimate of the
+        # car's uptime when it sent the DRIVE: the watchdog zeroes the wheels 300 ms (plus
+        # one 5 ms tick) after that, however late the world read the DRIVE. The stamp is
+        # off by the clock's error: half the sync's best round trip, plus a ms for its
+        # truncation to whole ms and the crystals' drift.
+        clock = rtt * 1000 / 2 + 1.0
+        assert all(300.0 - clock <= ms <= 305.0 + clock for ms in from_send), (from_send, clock)
+        # The world read each DRIVE after it was sent, late by the trip through loopback
+        # and its event loop: 10 ms on an idle machine, plus however long a busy machine
+        # kept the world from reading it, which the probe sent right behind it measured.
+        assert all(0.0 <= ms <= 10.0 + p for ms, p in zip(trip, probes, strict=True)), (
+            trip, probes)  # fmt: skip
         return
     # SITL: the sketch's safety task disarms at its first 5 ms tick at least 300 ms
     # after the lease's start (its woken thread may be late on a busy host), then
@@ -129,9 +161,10 @@ def test_drive_forward_then_commands_stop(tmp_path: Path, firmware: str):
         f"firmware: disarmed after the DRIVE's arrival (ms): {_spread(in_firmware)}"
         f"\nworld: wheels zero after the disarm (ms):           {_spread(to_world)}"
     )
-    assert all(295.0 <= ms <= 305.0 + 15.0 for ms in in_firmware), in_firmware
-    assert all(3.08 <= ms <= 3.08 + 20.0 for ms in to_world), to_world
-    assert all(ms <= 305.0 + 3.08 + 25.0 for ms in from_send), from_send
+    # Each bound: the idle machine's, plus the wake-ups a busy one delayed, measured.
+    assert all(295.0 <= ms <= 305.0 + 15.0 + busy for ms in in_firmware), (in_firmware, busy)
+    assert all(3.08 <= ms <= 3.08 + 20.0 + busy for ms in to_world), (to_world, busy)
+    assert all(ms <= 305.0 + 3.08 + 25.0 + 2 * busy for ms in from_send), (from_send, busy)
 
 
 def _spread(ms: list[float]) -> str:
@@ -167,17 +200,18 @@ def test_camera_stream_decodes_and_reboot_changes_boot(tmp_path: Path, firmware:
             tel = car.hello()
             assert tel.sim is None  # camera mode: no synthetic observations
             car.sync()
-            frames = _read_frames(f"{subnet}.1", 6)
+            with Lateness() as late:  # how late this process read what arrived
+                frames = _read_frames(f"{subnet}.1", 6)
             assert len(frames) == 6
             captures = [f.capture_ms for f, _ in frames]
             assert captures == sorted(set(captures))
             assert all(f.boot_id == tel.boot for f, _ in frames)
             assert [f.seq for f, _ in frames] == sorted({f.seq for f, _ in frames})
-            # the capture time is the car's uptime at capture, a little before receipt
+            # the capture time is the car's uptime at capture, a little before receipt: 0.2 s
+            # on an idle machine, plus twice the worst delay this process saw meanwhile
             assert car.offset is not None
-            for f, received in frames:
-                age = received - (f.capture_ms / 1000 - car.offset)
-                assert -0.005 < age < 0.2, age
+            ages = [received - (f.capture_ms / 1000 - car.offset) for f, received in frames]
+            assert all(-0.005 < age < 0.2 + 2 * late.worst for age in ages), (ages, late.worst)
             detector = safe_detector()
             image = cv2.imdecode(np.frombuffer(frames[-1][0].jpeg, np.uint8), cv2.IMREAD_GRAYSCALE)
             assert image is not None and image.shape == (240, 320)
@@ -220,10 +254,8 @@ def test_synthetic_telemetry_over_the_wire(tmp_path: Path, firmware: str):
             car.hello()
             tels = [car.telemetry(0.5) for _ in range(5)]
             WorldControl(run_dir).drop_link(1, 0.4)
-            car.drain()
-            with pytest.raises(TimeoutError):
-                car.telemetry(0.3)
-            assert car.telemetry(0.5) is not None  # back after the drop
+            before = car.drain() or tels[-1]  # the last telemetry sent before the drop
+            after = car.telemetry(5.0)  # the first one after it
         finally:
             car.close()
         rc, out, err = world.stop(sig=signal.SIGINT)
@@ -237,12 +269,16 @@ def test_synthetic_telemetry_over_the_wire(tmp_path: Path, firmware: str):
         assert {t[0] for t in tel.sim["tags"]} == {14, 15}
         assert tel.sim["sigma"] == [0.03, 0.01]
     gaps = [b.uptime_ms - a.uptime_ms for a, b in itertools.pairwise(tels)]
-    if firmware == "model":
-        assert all(95 <= g <= 110 for g in gaps), gaps
-    else:
-        # The sketch: due every 100-105 ms (5 ms ticks), sent by the command task
-        # within its 10 ms receive timeout: 90..115 ms, plus a busy host's delays.
-        assert all(90 <= g <= 115 + 15 for g in gaps), gaps
+    # The model: 95..110 ms. The sketch: due every 100-105 ms (5 ms ticks), sent by the
+    # command task within its 10 ms receive timeout: 90..115 ms, plus a busy host's delays.
+    shortest, longest = (95, 110) if firmware == "model" else (90, 115 + 15)
+    assert all(shortest <= g <= longest for g in gaps), gaps
+    # The drop shows in the car's own clock, whenever this process got to read it: no
+    # telemetry for the 0.4 s of the drop (less a ms of clock drift and rounding), then
+    # the next one on the car's cadence (the gaps above).
+    silent = after.uptime_ms - before.uptime_ms
+    print(f"\ntelemetry silent for {silent} ms of the car's uptime across a 400 ms drop")
+    assert 400 - 2 <= silent <= 400 + longest, silent
 
 
 def _run_world(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from protocol.runlog import read_run_log
 from tests.support.sitlcar import firmware_args
 from tests.worlds.rawcar import free_subnet, world_process
-from tests.worlds.test_server import FIRMWARES, _write_arena
+from tests.worlds.test_server import FIRMWARES, TOP_SPEED, _write_arena, physics_skipped
 
 
 @FIRMWARES
@@ -24,7 +24,7 @@ def test_the_controller_session_drives_car_1_forward_and_car_2_stays(
         result = subprocess.run(
             [sys.executable, "-m", "tools.cli", "car", f"{subnet}.1", "drive",
              "--left", "0.8", "--right", "0.8", "--for", "1.0"],
-            capture_output=True, text=True, timeout=30, check=False,
+            capture_output=True, text=True, timeout=60, check=False,
         )
         rc, _, err = world.stop()
     assert result.returncode == 0, result.stdout + result.stderr
@@ -34,8 +34,11 @@ def test_the_controller_session_drives_car_1_forward_and_car_2_stays(
     (x0, y0, yaw0), (x1, y1, _) = ((c["x"], c["y"], c["yaw"]) for c in (first[0], last[0]))
     forward = (x1 - x0) * math.cos(yaw0) + (y1 - y0) * math.sin(yaw0)
     sideways = -(x1 - x0) * math.sin(yaw0) + (y1 - y0) * math.cos(yaw0)
-    print(f"car 1 moved {forward:.2f} m forward ({sideways:+.3f} m sideways) in a 1 s drive")
-    assert 0.3 < forward < 0.8 and abs(sideways) < 0.05
+    # physics the world skipped (a busy machine) cost at most the top speed for that long
+    skipped = physics_skipped(run_dir, truth[0]["t"], truth[-1]["t"])
+    print(f"car 1 moved {forward:.2f} m forward ({sideways:+.3f} m sideways) in a 1 s drive; "
+          f"the world skipped {skipped:.3f} s of physics")
+    assert 0.3 - TOP_SPEED * skipped < forward < 0.8 and abs(sideways) < 0.05
     moved2 = math.hypot(last[1]["x"] - first[1]["x"], last[1]["y"] - first[1]["y"])
     assert moved2 < 0.005
     arms = [line for line in read_run_log(run_dir / "world.jsonl") if line["event"] == "arm"]
