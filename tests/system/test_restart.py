@@ -12,10 +12,12 @@ import pytest
 
 from protocol.runlog import read_run_log
 from tests.support.sitlcar import firmware_args
-from tests.system.conftest import private_swarm_args
+from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
+from tests.worlds.rawcar import RawCar
 from tools.procs import Swarm
 
-pytestmark = pytest.mark.slow
+# Each wait below has its own deadline; this bounds the whole test on a busy machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 def beliefs(run_dir: Path, name: str) -> list[dict]:
@@ -32,72 +34,102 @@ def grid(record: dict) -> dict[tuple[int, int], tuple[float, float]]:
             for r in range(h) for k in range(w)}
 
 
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 @pytest.mark.parametrize("firmware", ["model", "sitl"])  # sitl: the ESP32 sketch's own code
 def test_killed_agent_car_stops_and_restart_catches_up(two_car_swarm: Swarm, firmware: str) -> None:
     swarm = two_car_swarm
     args = private_swarm_args()
     run = swarm.run_dir
-    swarm.start_world(duration=60, extra=firmware_args(firmware))
-    swarm.start_agent("walnut", duration=40, extra=args)
-    hazel = swarm.start_agent("hazel", duration=40, extra=args)
+    live = RunLogs(run)
+    # No fixed run length: the test stops every process once it has seen what it checks.
+    world = swarm.start_world(duration=BACKSTOP, extra=firmware_args(firmware))
+    walnut = swarm.start_agent("walnut", duration=BACKSTOP, extra=args)
+    hazel = swarm.start_agent("hazel", duration=BACKSTOP, extra=args)
 
     def hazel_driving() -> bool:
-        try:
-            return any(line["event"] == "duty" and line["car"] == 2 and line["left"] != 0
-                       for line in read_run_log(run / "world.jsonl"))
-        except FileNotFoundError:
-            return False
+        return any(line["car"] == 2 and line["left"] != 0 for line in live.events("world", "duty"))
 
-    wait_for(hazel_driving, 20, "hazel's car to drive")
-    time.sleep(4.0)
-    t_kill = time.monotonic()
-    hazel.signal(signal.SIGKILL)
-    hazel.popen.wait(5)
-    time.sleep(3.0)
+    def joined(me: str, other: str) -> bool:
+        return any(line["peer"] == other for line in live.events(me, "peer_joined"))
 
-    world = list(read_run_log(run / "world.jsonl"))
-    zero = [line["t"] for line in world if line["event"] == "duty" and line["car"] == 2
-            and line["t"] > t_kill and line["left"] == 0 and line["right"] == 0]
-    assert zero, "hazel's car never stopped"
-    stop_after = zero[0] - t_kill
-    disarm = [line for line in world if line["event"] == "disarm" and line["car"] == 2
-              and line["t"] > t_kill]
+    def walnut_tracking() -> bool:
+        return any(b.get("track", {}).get("updates", 0) > 0
+                   for b in live.events("walnut", "belief"))
+
+    # Hazel's car drives, the two know each other, walnut tracks the target: kill hazel.
+    wait_for(lambda: hazel_driving() and joined("walnut", "hazel") and joined("hazel", "walnut")
+             and walnut_tracking(), 90, "hazel driving and both agents joined and tracking",
+             [world, walnut, hazel])
+    prober = RawCar(swarm.arena.car("hazel").address, 2)
+    try:
+        t_kill = time.monotonic()
+        hazel.signal(signal.SIGKILL)
+        hazel.popen.wait(10)
+        # A clock probe to hazel's car once hazel is dead, so behind every DRIVE it sent:
+        # the car reads both in turn, so the answer shows how long a busy machine kept
+        # the car from reading hazel's last DRIVE.
+        _, answered, _ = prober.probe()
+    finally:
+        prober.close()
+
+    def car_2_stopped() -> list[dict]:
+        return [line for line in live.events("world", "duty") if line["car"] == 2
+                and line["t"] > t_kill and line["left"] == 0 and line["right"] == 0]
+
+    def car_2_disarmed() -> list[dict]:
+        return [line for line in live.events("world", "disarm")
+                if line["car"] == 2 and line["t"] > t_kill]
+
+    def walnut_beliefs_since_kill() -> list[dict]:
+        return [b for b in live.events("walnut", "belief") if b["t"] > t_kill + 0.5]
+
+    def walnut_updated_alone() -> bool:
+        alone = walnut_beliefs_since_kill()
+        return len(alone) >= 3 and (alone[-1].get("track", {}).get("updates", 0)
+                                    > alone[0].get("track", {}).get("updates", 0))
+
+    # The target may be out of walnut's sight for a while: wait for it to come back.
+    wait_for(lambda: car_2_stopped() and car_2_disarmed()
+             and (firmware == "sitl" or walnut_updated_alone()), 60,
+             "hazel's car to stop and walnut's track to be updated without hazel",
+             [world, walnut])
+    zero_at = car_2_stopped()[0]["t"]
+    stop_after = zero_at - t_kill
+    disarm = car_2_disarmed()
+    late = answered - t_kill
     print(f"hazel killed; its car's wheels were zero {stop_after * 1000:.0f} ms later "
-          f"(disarm reason {disarm[0]['reason'] if disarm else '?'})")
-    assert stop_after <= 0.350
-    assert disarm and disarm[0]["reason"] == "watchdog"
+          f"(disarm reason {disarm[0]['reason']}, the last DRIVE it accepted "
+          f"{(disarm[0]['last_feed_t'] - t_kill) * 1000:+.0f} ms from the kill; a probe "
+          f"behind it answered after {late * 1000:.1f} ms)")
+    assert disarm[0]["reason"] == "watchdog"
+    # Within 350 ms of the kill on an idle machine; on a busy one, plus however long the
+    # car was kept from reading hazel's last DRIVE, as the probe behind it measured.
+    assert stop_after <= 0.350 + late, (stop_after, late)
     if firmware == "sitl":
+        assert swarm.stop("walnut") == {"walnut": 0}
         return  # the restart below is the agents' business: checked with the model
 
     # Walnut keeps tracking while hazel is gone.
     t_restart = time.monotonic()
-    after_kill = [b for b in beliefs(run, "walnut") if t_kill + 0.5 < b["t"] < t_restart]
-    assert len(after_kill) >= 2
+    after_kill = [b for b in walnut_beliefs_since_kill() if b["t"] < t_restart]
+    assert len(after_kill) >= 3
     assert all(b.get("track", {}).get("updates", 0) > 0 for b in after_kill)
     assert after_kill[-1]["track"]["updates"] > after_kill[0]["track"]["updates"]
 
     # Restart: a new process, a new epoch. Walnut answers with a SNAPSHOT at once.
     (run / "hazel.jsonl").rename(run / "hazel-first.jsonl")
-    swarm.start_agent("hazel", duration=12, extra=args)
-    wait_for(lambda: (run / "hazel.jsonl").exists()
-             and any(line["event"] == "fused_snapshot"
-                     for line in read_run_log(run / "hazel.jsonl")), 15, "a fused SNAPSHOT")
+    live.forget("hazel")
+    hazel = swarm.start_agent("hazel", duration=BACKSTOP, extra=args)
+    wait_for(lambda: live.events("hazel", "fused_snapshot"), 60, "a fused SNAPSHOT",
+             [world, walnut, hazel])
     new_log = list(read_run_log(run / "hazel.jsonl"))
     start = next(line["t"] for line in new_log if line["event"] == "start")
     fused = [line["t"] for line in new_log if line["event"] == "fused_snapshot"]
     rejoined = [line for line in read_run_log(run / "walnut.jsonl")
                 if line["event"] == "peer_joined" and line["t"] > t_restart]
     assert rejoined and rejoined[0]["why"] == "new_epoch"
-    wait_for(lambda: any(b["t"] > start + 2.0 for b in beliefs(run, "hazel")), 10,
-             "hazel's belief 2 s after its restart")
+    wait_for(lambda: any(b["t"] > start + 2.0 for b in live.events("hazel", "belief")), 60,
+             "hazel's belief 2 s after its restart", [world, walnut, hazel])
+    assert swarm.stop("walnut", "hazel") == {"walnut": 0, "hazel": 0}
     # Its first belief record after the snapshot, at most 2 s after it started.
     mine = next(b for b in beliefs(run, "hazel") if b["t"] >= fused[-1])
     assert mine["t"] <= start + 2.0
