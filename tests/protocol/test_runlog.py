@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -45,11 +46,11 @@ def test_a_killed_writer_damages_at_most_its_last_line(tmp_path: Path) -> None:
         """
     )
     proc = subprocess.Popen([sys.executable, "-c", code])
-    try:
-        deadline = 50
-        while (not path.exists() or path.stat().st_size < 200_000) and deadline:
-            subprocess.run(["sleep", "0.1"], check=True)
-            deadline -= 1
+    try:  # until it has written 200 kB (a busy machine starts it slowly), then kill it
+        deadline = time.monotonic() + 60.0
+        while (not path.exists() or path.stat().st_size < 200_000) and proc.poll() is None:
+            assert time.monotonic() < deadline, "the writer wrote too little in 60 s"
+            time.sleep(0.05)
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=5)
