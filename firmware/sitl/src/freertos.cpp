@@ -2,9 +2,13 @@
 // tick 1 ms of the car's uptime, portMUX critical sections and FreeRTOS
 // mutexes on POSIX mutexes, and ESP-IDF's task watchdog as a thread.
 //
-// Not emulated: priorities, core pinning and stack sizes (recorded only; the
-// host scheduler runs every thread, host stacks are 256 KiB), and the
-// interrupt masking of a critical section.
+// Priorities: FreeRTOS preempts by priority, so each task runs SCHED_FIFO at
+// 1 + its FreeRTOS priority (the safety task above every other task of the
+// car and above the host's ordinary processes; the watchdog thread, the chip's
+// timer interrupt, above all), where the host allows it (CAP_SYS_NICE, as
+// root); otherwise at normal priority, said once on Serial. Not emulated: core
+// pinning, stack sizes (host stacks are 256 KiB), the interrupt masking of a
+// critical section (its holder can still be preempted by a higher task).
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,10 +41,25 @@ struct sitl_semaphore {
 namespace {
 
 constexpr size_t HOST_STACK = 256 * 1024;
+constexpr int WATCHDOG_RT_PRIORITY = configMAX_PRIORITIES + 1;
 
-// Arduino's loop task: setup() and loop() run on the process's main thread.
-sitl_task s_loop_task = {"loopTask", nullptr, nullptr, 1, 1};
-thread_local sitl_task *t_current = &s_loop_task;
+// SCHED_FIFO at `priority` for this thread; says once when the host refuses.
+void realtime(pthread_t thread, int priority)
+{
+    static bool told = false;
+    sched_param param = {};
+    param.sched_priority = priority;
+    const int err = pthread_setschedparam(thread, SCHED_FIFO, &param);
+    if (err != 0 && !told) {
+        told = true;
+        char line[128];
+        snprintf(line, sizeof line, "sitl: no real-time priorities here (%s): tasks share the CPU",
+                 strerror(err));
+        sitl::serial_line(line);
+    }
+}
+
+thread_local sitl_task *t_current = nullptr;  // the task this thread runs (none: main)
 
 void *task_main(void *p)
 {
@@ -82,6 +101,7 @@ BaseType_t xTaskCreatePinnedToCore(TaskFunction_t code, const char *name, uint32
         return errCOULD_NOT_ALLOCATE_REQUIRED_MEMORY;
     }
     pthread_setname_np(thread, task->name.substr(0, 15).c_str());
+    realtime(thread, 1 + (int)priority);
     if (created != nullptr) {
         *created = task;
     }
@@ -90,8 +110,8 @@ BaseType_t xTaskCreatePinnedToCore(TaskFunction_t code, const char *name, uint32
 
 void vTaskDelete(TaskHandle_t task)
 {
-    if (task != nullptr && task != t_current) {
-        sitl::fatal("vTaskDelete of another task is not supported by the SITL platform");
+    if (t_current == nullptr || (task != nullptr && task != t_current)) {
+        sitl::fatal("vTaskDelete of another task, or outside a task, is not supported by the SITL platform");
     }
     pthread_exit(nullptr);  // the process lives on in its other tasks
 }
@@ -187,6 +207,8 @@ bool s_wdt_thread = false;
 
 void wdt_watch()
 {
+    pthread_setname_np(pthread_self(), "task_wdt");
+    realtime(pthread_self(), WATCHDOG_RT_PRIORITY);
     for (;;) {
         double period;
         {

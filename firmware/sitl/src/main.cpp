@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "freertos/FreeRTOS.h"
+#include "freertos/task.h"
 #include "sitl.h"
 
 void setup();
@@ -104,13 +107,29 @@ void parse_options(int argc, char **argv)
 
 }  // namespace sitl
 
+namespace {
+
+// Arduino-ESP32's loopTask: setup(), then loop() for ever (the sketch's loop()
+// deletes its own task). The main thread only keeps the process.
+void loop_task(void *)
+{
+    setup();
+    for (;;) {
+        loop();
+    }
+}
+
+}  // namespace
+
 int main(int argc, char **argv)
 {
     sitl::parse_options(argc, argv);
     signal(SIGUSR1, [](int) { sitl::jam_i2c(); });
     sitl::world_link_start();
-    setup();
+    if (xTaskCreatePinnedToCore(loop_task, "loopTask", 8192, nullptr, 1, nullptr, 1) != pdPASS) {
+        sitl::fatal("cannot start the loop task");
+    }
     for (;;) {
-        loop();
+        pause();  // the process ends by a signal or when the world's link closes
     }
 }

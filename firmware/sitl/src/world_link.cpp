@@ -27,7 +27,6 @@ constexpr size_t MAX_MESSAGE = 256 * 1024;  // a JPEG frame with room to spare
 std::mutex s_sensor_lock;
 Sensors s_sensors;                        // guarded by s_sensor_lock
 std::atomic<uint64_t> s_link_down_until{0};  // car uptime, us
-std::atomic<bool> s_world_gone{false};
 
 void on_message(const uint8_t *msg, size_t len)
 {
@@ -68,7 +67,6 @@ void *reader(void *)
         if (n > 0) {
             on_message(buf, (size_t)n);
         } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-            s_world_gone.store(true);
             _exit(0);  // the world closed its end: stop, whatever runs
         }
     }
