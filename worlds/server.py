@@ -241,6 +241,8 @@ class WorldServer:
         window_start, steps_at_start, busy_at_start = self.clock(), world.physics_steps, 0.0
         while True:
             now = self.clock()
+            if self._sitl is not None:
+                self._sitl.poll()  # their motor outputs up to now, before physics passes them
             if now - world.t_phys > MAX_LAG:
                 world.skip_physics(now - MAX_LAG)
             self.emit(self._timed(functools.partial(world.advance_to, max(now, world.t))))

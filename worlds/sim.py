@@ -421,7 +421,7 @@ class World:
         return self._sensor_values(self._sitl_car(car_key)[0])
 
     def firmware_motors(self, car_key: int | str, wheels: tuple[float, float], t: float) -> Step:
-        """A SITL car's motor outputs, as they reached the world at ``t``: the wheels follow."""
+        """A SITL car's motor outputs from ``t`` on: the wheels follow."""
         self._run_until(t)
         car, fw = self._sitl_car(car_key)
         fw.wheels = wheels
@@ -429,7 +429,7 @@ class World:
         return self.drain()
 
     def firmware_trace(self, car_key: int | str, trace: Trace, t: float) -> Step:
-        """One traced core call of a SITL car, received at ``t``, logged as the model's would be.
+        """One traced core call of a SITL car, at ``t``, logged as the model's would be.
 
         The call's own time is logged as ``fw_t``, and is an accepted ARM's or
         DRIVE's ``last_feed_t``.

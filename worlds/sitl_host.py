@@ -1,10 +1,11 @@
 """The world server's SITL cars (``--firmware sitl``): one firmware process per car and its link.
 
 Each car's process (:func:`worlds.sitl.spawn`) binds the car's UDP 4210/4211
-and TCP 8080 itself. Its PCA9685 outputs drive the car's body, its traced
-core calls are logged as the model's would be, its frame requests are
-answered with renders of the car's camera, and every ``SENSOR_PERIOD`` it gets
-the car's gyro reading and synthetic observation. A reboot kills the process
+and TCP 8080 itself. Its PCA9685 outputs drive the car's body and its traced
+core calls are logged as the model's would be, both at the car's own time of
+them (at once when the world's timeline has passed it); its frame requests
+are answered with renders of the car's camera, and every ``SENSOR_PERIOD`` it
+gets the car's gyro reading and synthetic observation. A reboot kills the process
 (the power is cut) and starts a new one at the new boot time; a process that
 dies by itself (a panic, a crash) is a reset: the wheels keep their duties
 until the new boot's setup() switches them off. Every process is stopped with
@@ -35,6 +36,7 @@ from worlds.sitl import (
     Boot,
     Bound,
     FrameRequest,
+    Message,
     Motors,
     Panic,
     SerialLine,
@@ -89,6 +91,7 @@ class SitlHost:
         self._cars = {car_id: _Car(car_id) for car_id in world.cars}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
+        self._polling = False
         self.dropped = 0  # messages to a car it could not take
 
     # -- start and stop ----------------------------------------------------------------
@@ -116,15 +119,11 @@ class SitlHost:
             task.cancel()
         procs = [self._stop(car) for car in self._cars.values()]
         await asyncio.gather(*(self._reap(p) for p in procs if p is not None))
+        if self.dropped:
+            self.log.log("firmware_link_dropped", count=self.dropped)
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-
-    def status(self) -> dict[str, object]:
-        return {
-            str(c.id): {"pid": c.proc.pid if c.proc else None, "frames": c.frames}
-            for c in self._cars.values()
-        } | {"dropped": self.dropped}
 
     # -- the processes ---------------------------------------------------------------------
 
@@ -158,7 +157,7 @@ class SitlHost:
         car.reset_reason = RESET_POWERON
         car.bound, car.bind_error, car.frames = set(), None, 0
         car.proc, car.sock = spawn(self.binary, boot)
-        asyncio.get_running_loop().add_reader(car.sock.fileno(), self._readable, car)
+        asyncio.get_running_loop().add_reader(car.sock.fileno(), self.poll)
         self.log.log("firmware_start", car=car.id, pid=car.proc.pid, nonce=fw.boot_nonce)
         if not vcar.link_up(self.clock()) and vcar.online(self.clock()):
             self._send(car, encode_link(vcar.uptime_us(vcar.link_down_until)))
@@ -213,30 +212,68 @@ class SitlHost:
         except (BlockingIOError, ConnectionError):
             self.dropped += 1
 
-    def _readable(self, car: _Car) -> None:
+    def poll(self) -> None:
+        """Read every car's link, then act on what came.
+
+        Motor outputs and traced calls take effect at the car's own time of
+        them, in that order across the cars; frame requests are rendered at
+        now, after them. So whoever polls before moving the world to now (the
+        server's pacing, the sensor inputs, a car's readable link) never lets
+        it pass an output that is waiting to be read.
+        """
+        if self._polling:
+            return
+        self._polling = True
+        try:
+            timed: list[tuple[float, int, _Car, Motors | Trace]] = []
+            other: list[tuple[_Car, Message]] = []
+            for car in self._cars.values():
+                for msg in self._read(car):
+                    us = _uptime_us(msg)
+                    if us is not None and isinstance(msg, Motors | Trace):
+                        at = self.world.cars[car.id].world_time(us)
+                        timed.append((at, len(timed), car, msg))
+                    else:
+                        other.append((car, msg))
+            for at, _, car, msg in sorted(timed, key=lambda m: (m[0], m[1])):
+                self._on_timed(car, msg, max(self.world.t, at))
+            for car, msg in other:
+                self._on(car, msg)
+        finally:
+            self._polling = False
+
+    def _read(self, car: _Car) -> list[Message]:
+        """Every message waiting on the car's link; notices its end."""
+        out: list[Message] = []
         sock = car.sock
         while sock is not None and car.sock is sock:
             try:
                 packet = sock.recv(MAX_PACKET)
             except BlockingIOError:
-                return
+                break
             except OSError:
                 packet = b""
             if not packet:  # the process is gone
                 proc = self._stop(car)
                 if proc is not None:
                     self._task(self._died(car, proc))
-                return
+                break
             try:
-                self._on(car, decode(packet))
+                out.append(decode(packet))
             except SitlError as exc:
                 self.log.log("firmware_bad_message", car=car.id, error=str(exc))
+        return out
 
-    def _on(self, car: _Car, msg: object) -> None:
-        now = max(self.clock(), self.world.t)
+    def _on_timed(self, car: _Car, msg: Motors | Trace, at: float) -> None:
         if isinstance(msg, Motors):
-            self.emit(self.world.firmware_motors(car.id, wheel_duties(msg.pwm), now))
-        elif isinstance(msg, FrameRequest):
+            self.emit(self.world.firmware_motors(car.id, wheel_duties(msg.pwm), at))
+        else:
+            self.emit(self.world.firmware_trace(car.id, msg, at))
+        self._check_ready(car)
+
+    def _on(self, car: _Car, msg: Message) -> None:
+        now = max(self.clock(), self.world.t)
+        if isinstance(msg, FrameRequest):
             frame = self.world.capture_frame(car.id, now, on_board=True)
             self.emit(self.world.drain())
             if frame is None:
@@ -245,7 +282,7 @@ class SitlHost:
                 capture_us = self.world.cars[car.id].uptime_us(frame.t)
                 self._send(car, encode_frame(msg.id, capture_us, frame.jpeg))
                 car.frames += 1
-        elif isinstance(msg, Trace):
+        elif isinstance(msg, Trace):  # one without a time
             self.emit(self.world.firmware_trace(car.id, msg, now))
         elif isinstance(msg, Bound):
             car.bound.add((msg.proto, msg.port))
@@ -277,6 +314,7 @@ class SitlHost:
 
     async def _sensors(self) -> None:
         while True:
+            self.poll()
             now = max(self.clock(), self.world.t)
             for car in self._cars.values():
                 if car.sock is not None:
@@ -289,4 +327,13 @@ def check_binary(binary: Path = SITL_BINARY) -> str | None:
     """Why the SITL car cannot be started (None when it can)."""
     if not binary.is_file():
         return f"no SITL car at {binary}: build it with `make -C firmware sitl`"
+    return None
+
+
+def _uptime_us(msg: Message) -> int | None:
+    """The car's uptime at a motor output or traced call (None for anything else)."""
+    if isinstance(msg, Motors):
+        return msg.us
+    if isinstance(msg, Trace) and "us" in msg.fields:
+        return int(msg.fields["us"])
     return None
