@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.netns import Net
 from tools.procs import RunLogs, Swarm, private_swarm, private_swarm_args, wait_for
 from worlds.arena import shipped_arena
 
@@ -28,6 +29,16 @@ BACKSTOP = 300.0
 
 def make_swarm(tmp: Path, arena_source: Path) -> Swarm:
     return private_swarm(tmp, arena_source)
+
+
+@pytest.fixture
+def net() -> Iterator[Net]:
+    """A hub namespace with a bridge; hosts are added by the test (``net.add_host``)."""
+    n = Net()
+    try:
+        yield n
+    finally:
+        n.close()
 
 
 @pytest.fixture
