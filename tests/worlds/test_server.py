@@ -157,14 +157,20 @@ def test_drive_forward_then_commands_stop(tmp_path: Path, firmware: str):
     # the outputs travel to the world.
     in_firmware = [(d["fw_t"] - d["last_feed_t"]) * 1000 for d, _, _ in trials]
     to_world = [(z["t"] - d["fw_t"]) * 1000 for d, z, _ in trials]
+    # how late the world read the firmware's report of that very disarm (a busy world
+    # reads its link to the car late, and the motor outputs that follow it as late)
+    read_late = [max(0.0, d["t"] - d["fw_t"]) * 1000 for d, _, _ in trials]
     print(
         f"firmware: disarmed after the DRIVE's arrival (ms): {_spread(in_firmware)}"
         f"\nworld: wheels zero after the disarm (ms):           {_spread(to_world)}"
+        f"\nworld: read the disarm late by (ms):                {_spread(read_late)}"
     )
     # Each bound: the idle machine's, plus the wake-ups a busy one delayed, measured.
     assert all(295.0 <= ms <= 305.0 + 15.0 + busy for ms in in_firmware), (in_firmware, busy)
-    assert all(3.08 <= ms <= 3.08 + 20.0 + busy for ms in to_world), (to_world, busy)
-    assert all(ms <= 305.0 + 3.08 + 25.0 + 2 * busy for ms in from_send), (from_send, busy)
+    assert all(3.08 <= ms <= 3.08 + 20.0 + busy + late_k
+               for ms, late_k in zip(to_world, read_late, strict=True)), (to_world, read_late)
+    assert all(ms <= 305.0 + 3.08 + 25.0 + 2 * busy + late_k
+               for ms, late_k in zip(from_send, read_late, strict=True)), (from_send, read_late)
 
 
 def _spread(ms: list[float]) -> str:
