@@ -234,6 +234,7 @@ class AgentCore:
         self._track_info_at = -math.inf  # the newest measurement in the track, own or a peer's
         self._snapshot_id = 0
         self._pose_had = False
+        self._news = False  # something new is known since the last decision
         self.sensor_fault: Byzantine | None = None  # a broken sensor (Byzantine at=sense)
 
     def set_sensor_fault(self, spec: ByzantineSpec | None, seed: int) -> None:
@@ -266,6 +267,7 @@ class AgentCore:
         self._emit("observation", record)
         if not result.applied:
             return
+        self._news = True
         at = self.localizer.pose_at(batch.t_capture)
         detections: list[GridDetection] = []
         det = result.detection
@@ -400,7 +402,17 @@ class AgentCore:
         self._periodic(now)
         self._check_peers(now)
 
+    def decide(self, now: float) -> None:
+        """A decision now, between beats: something new is known (see :meth:`take_news`)."""
+        self._advance_localizer(now)
+        self._decide(now, self.localizer.pose)
+
     # ---------------------------------------------------------------- outputs
+
+    def take_news(self) -> bool:
+        """Whether a new observation or peer track arrived since the last call."""
+        news, self._news = self._news, False
+        return news
 
     def take_outputs(self) -> Outputs:
         out, self._out = self._out, Outputs()
@@ -544,6 +556,7 @@ class AgentCore:
             self.stats["tracks_fused"] += 1
             peer.updates_fused = body.updates
             self._track_info_at = now
+            self._news = True
         self._emit(
             "peer_track",
             {

@@ -32,7 +32,7 @@ LogFn = Callable[..., None]  # log(event, t=..., **fields), e.g. RunLog.log
 
 # Events that are inputs of the core, in the order they happened.
 RAW_SAMPLE_BYTES = 64  # of a rejected datagram, logged as a sample
-INPUT_EVENTS = frozenset({"rx", "discovered", "car", "obs", "tick", "byzantine"})
+INPUT_EVENTS = frozenset({"rx", "discovered", "car", "obs", "tick", "decide", "byzantine"})
 
 
 @dataclass(frozen=True)
@@ -165,6 +165,13 @@ class SwarmNode:
         self.flush_rejections(now)
         return self.decision
 
+    def decide(self, now: float) -> NavDecision | None:
+        """A decision between beats, because something new is known."""
+        self.log("decide", t=now)
+        self.core.decide(now)
+        self._collect(now)
+        return self.decision
+
     def flush_rejections(self, now: float, *, final: bool = False) -> None:
         """Log the rejections tallied but not yet logged (``final``: all of them)."""
         for reason, count in self.rejections.flush(now, final=final):
@@ -250,6 +257,8 @@ def replay_inputs(
             core.on_observations(batch_from_fields(line), t)
         elif event == "tick":
             core.tick(t)
+        elif event == "decide":
+            core.decide(t)
         elif event == "byzantine":
             spec = None if line["spec"] is None else ByzantineSpec.from_mapping(line["spec"])
             core.set_sensor_fault(spec, int(line["seed"]))

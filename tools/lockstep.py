@@ -1,22 +1,17 @@
 """Lockstep: the world and every agent in one process, in virtual time.
 
-The same :class:`~worlds.sim.World`, the same :class:`~agents.core.AgentCore`
-inside the same :class:`~agents.node.SwarmNode`, the same controller session
-and car adapter as the real processes; only the sockets are replaced by an
-in-memory network, and time advances by itself in 1 ms steps. Deterministic
-for a given seed, and far faster than real time.
+The same :class:`~worlds.sim.World` and the same sans-IO
+:class:`~agents.agent.Agent` as the real processes (core, swarm node,
+controller session, car adapter, transport faults); this module is only their
+driver: an in-memory network and a clock that advances by itself in 1 ms
+steps. After every input and at every step, each agent is serviced exactly as
+the runtime does (:meth:`~agents.agent.Agent.service`). Deterministic for a
+given seed, and far faster than real time.
 
-Faults act as in the live runtime (``agents/runtime.py``): every agent has its
-own :class:`~agents.transport.TransportFaults`, each datagram it sends goes
-through ``outgoing`` once (a lost broadcast is lost to every peer) and each
-datagram it receives through ``incoming``, delayed copies are delivered later,
-and the faults applied are logged as ``fault`` events, each change as
-``faults_set``. A Byzantine agent is set through
-:meth:`~agents.node.SwarmNode.set_byzantine`. :meth:`Lockstep.kill` drops an
-agent (no ticks, no datagrams in or out, its car stops on the firmware
-watchdog); :meth:`Lockstep.restart` gives it a fresh core, node, session and
-transport with a new epoch, as a new process would have. World faults go to
-the :class:`~worlds.sim.World`.
+:meth:`Lockstep.kill` drops an agent (no timer, no datagrams in or out, its car
+stops on the firmware watchdog); :meth:`Lockstep.restart` gives it a fresh
+agent with a new epoch, as a new process would have. World faults go to the
+:class:`~worlds.sim.World`.
 
 :func:`run_scenario` runs a :class:`~tools.scenario.Scenario` and its schedule.
 """
@@ -33,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.carlink.adapter import CarAdapter
+from agents.agent import Agent
 from agents.core import AgentConfig, AgentCore
 from agents.faults import ByzantineSpec, LinkFaults
 from agents.node import SwarmNode
-from agents.transport import Direction, TransportFaults
-from protocol.mz01.session import COMMAND_PORT, ControllerSession, SessionConfig
+from agents.transport import Direction
+from protocol.mz01.session import COMMAND_PORT
 from protocol.runlog import RunLog, log_path
 from protocol.swarm import swarm_id_from_name
 from tools.agent_config import agent_config
@@ -62,32 +57,34 @@ STEP = 0.001
 
 # Delivery targets in the event queue.
 TO_CAR, TO_CONTROLLER = "car", "controller"
-TO_AGENT = "agent"  # arrives at an agent's socket: its inbound faults act next
-TO_NODE = "node"  # through the inbound faults (a delayed copy): straight to the node
-SEND = "send"  # a delayed outbound copy leaves the sender now
+TO_AGENT = "agent"  # arrives at an agent's swarm socket
 
 
 @dataclass
 class LockstepAgent:
+    """One agent process: its :class:`Agent`, its addresses, its log."""
+
     name: str
     car_id: int
     swarm_addr: Address
     control_addr: Address
-    core: AgentCore
-    node: SwarmNode
-    session: ControllerSession
-    adapter: CarAdapter
+    agent: Agent
     log: RunLog | None
-    next_tick: float
-    faults: TransportFaults
-    epoch: int
     incarnation: int = 0
     alive: bool = True
     started: float = 0.0
 
-    def write(self, event: str, t: float, **fields: object) -> None:
-        if self.log is not None:
-            self.log.log(event, t=t, **fields)
+    @property
+    def core(self) -> AgentCore:
+        return self.agent.core
+
+    @property
+    def node(self) -> SwarmNode:
+        return self.agent.node
+
+    @property
+    def epoch(self) -> int:
+        return self.agent.epoch
 
 
 def lockstep_epoch(seed: int, name: str, incarnation: int) -> int:
@@ -168,32 +165,16 @@ class Lockstep:
                 reputation=config.use_reputation,
                 key_id=hashlib.sha256(self.key).hexdigest()[:12], lockstep=True,
             )  # fmt: skip
-        core = AgentCore(config, self.t)
-        node = SwarmNode(
-            core, self.key, self._swarm_id, epoch, limit=self.limit,
-            log=log.log if log is not None else _no_log,
-        )  # fmt: skip
-        session = ControllerSession(SessionConfig(robot_id=spec.id))
         n = len(self.arena.cars) + 1
-        return LockstepAgent(
-            name, spec.id, swarm_addr, (f"127.0.1.{i + 1}", CONTROL_PORT), core, node, session,
-            CarAdapter(session), log, self.t + 0.1 * (i + 1) / n,
-            TransportFaults(name, epoch, self._resolver(name)), epoch, incarnation, True, self.t,
+        agent = Agent(
+            config, key=self.key, swarm_id=self._swarm_id, epoch=epoch, t0=self.t,
+            limit=self.limit, log=log.log if log is not None else _no_log, robot_id=spec.id,
+            first_tick=self.t + 0.1 * (i + 1) / n,
         )  # fmt: skip
-
-    def _resolver(self, name: str) -> Callable[[Address], str | None]:
-        """The agent's own peer table names a source address, as in the live runtime."""
-
-        def resolve(addr: Address) -> str | None:
-            agent = self.agents.get(name)
-            if agent is None:
-                return None
-            for peer_name, peer in agent.core.peers.items():
-                if peer.addr == addr:
-                    return peer_name
-            return None
-
-        return resolve
+        return LockstepAgent(
+            name, spec.id, swarm_addr, (f"127.0.1.{i + 1}", CONTROL_PORT), agent, log,
+            incarnation, True, self.t,
+        )  # fmt: skip
 
     def _live(self, name: str | None) -> LockstepAgent | None:
         agent = self.agents.get(name) if name is not None else None
@@ -203,15 +184,11 @@ class Lockstep:
 
     def set_faults(self, name: str, spec: LinkFaults, direction: Direction) -> None:
         """What ``stigmesh faults NAME set ... --dir DIRECTION`` does to a live agent."""
-        agent = self._require(name)
-        change = agent.faults.set(spec, direction, self.t)
-        agent.write("faults_set", self.t, **change)
-        self._log_faults(agent)
+        self._require(name).agent.set_faults(spec, direction, self.t)
 
     def set_byzantine(self, name: str, spec: ByzantineSpec | None) -> None:
         """Make the agent lie (None: honest again), seeded by its epoch as the runtime does."""
-        agent = self._require(name)
-        agent.node.set_byzantine(spec, agent.epoch, self.t)
+        self._require(name).agent.set_byzantine(spec, self.t)
 
     def kill(self, name: str) -> None:
         """The agent's process dies: nothing more in or out; the car's watchdog stops it."""
@@ -260,11 +237,6 @@ class Lockstep:
             raise ValueError(f"no running agent {name!r}")
         return agent
 
-    def _log_faults(self, agent: LockstepAgent) -> None:
-        for record in agent.faults.records():
-            t = record.pop("t")
-            agent.write("fault", t, **record)
-
     # ------------------------------------------------------------------ plumbing
 
     def _push(self, at: float, target: str, who: Any, *, data: bytes, src: Any, port: int) -> None:
@@ -283,18 +255,15 @@ class Lockstep:
             for ev in step.events:
                 self._world_log.log(ev.event, t=ev.t, **ev.fields)
 
-    def _flush_agent(self, agent: LockstepAgent) -> None:
+    def _service(self, agent: LockstepAgent) -> None:
+        """Run what is due for ``agent`` now and put what it sends on the wire."""
         car = self.world.cars[agent.car_id]
-        for tx in agent.session.datagrams_to_send():
-            self._push(self.t + self.car_latency, TO_CAR, car.id, data=tx.data,
-                       src=agent.control_addr, port=tx.port)
-        for dg in agent.node.datagrams():
-            for copy in agent.faults.outgoing(dg.data, dg.to, self.t):
-                if copy.delay <= 0:
-                    self._fan_out(agent, copy.data, dg.to)
-                else:
-                    self._push(self.t + copy.delay, SEND, agent, data=copy.data, src=dg.to, port=0)
-        self._log_faults(agent)
+        for out in agent.agent.service(self.t):
+            if out.car:
+                self._push(self.t + self.car_latency, TO_CAR, car.id, data=out.data,
+                           src=agent.control_addr, port=out.port)
+            else:
+                self._fan_out(agent, out.data, out.to)
 
     def _fan_out(self, sender: LockstepAgent, data: bytes, to: Address | None) -> None:
         """One datagram on the wire: to every other agent's socket, or to one address."""
@@ -311,34 +280,14 @@ class Lockstep:
         if target == TO_CAR:
             self._world_output(self.world.deliver(who, port, data, src, self.t))
             return
-        if target == TO_AGENT:  # a datagram reaches the agent's socket
-            receiver = self._live(who)
-            if receiver is None:
-                return
-            for copy in receiver.faults.incoming(data, src, self.t):
-                if copy.delay <= 0:
-                    receiver.node.receive_datagram(copy.data, src, self.t)
-                else:
-                    self._push(self.t + copy.delay, TO_NODE, receiver, data=copy.data, src=src,
-                               port=port)
-            self._log_faults(receiver)
-            self._flush_agent(receiver)
-            return
-        agent: LockstepAgent = who
-        if not agent.alive or self.agents.get(agent.name) is not agent:
-            return  # the process that held it is gone
-        if target == SEND:
-            self._fan_out(agent, data, src)
-        elif target == TO_NODE:
-            agent.node.receive_datagram(data, src, self.t)
-            self._flush_agent(agent)
+        receiver: LockstepAgent | None = self._live(who) if target == TO_AGENT else who
+        if receiver is None or not receiver.alive or self.agents.get(receiver.name) is not receiver:
+            return  # nobody listens, or the process that held it is gone
+        if target == TO_AGENT:
+            receiver.agent.receive_datagram(data, src, self.t)
         else:
-            update = agent.adapter.receive_datagram(data, port, self.t)
-            if update is not None:
-                agent.node.car_status(self.t, update.duty, update.gyro_z)
-                if update.batch is not None:
-                    agent.node.observations(update.batch, self.t)
-            self._flush_agent(agent)
+            receiver.agent.receive_car(data, port, self.t)
+        self._service(receiver)
 
     # ------------------------------------------------------------------ running
 
@@ -349,17 +298,10 @@ class Lockstep:
             _, _, target, who, data, src, port = heapq.heappop(self._queue)
             self._deliver(target, who, data, src, port)
         for agent in list(self.agents.values()):
-            if not agent.alive:
-                continue
-            timer = agent.session.get_timer()
-            if timer is not None and timer <= self.t:
-                agent.session.handle_timer(self.t)
-            if self.t >= agent.next_tick:
-                agent.next_tick += 1.0 / agent.core.config.rates.tick
-                decision = agent.node.tick(self.t)
-                if decision is not None:
-                    agent.adapter.set_decision(decision.duty_left, decision.duty_right, self.t)
-            self._flush_agent(agent)
+            if agent.alive:
+                timer = agent.agent.get_timer()
+                if timer is not None and timer <= self.t:
+                    self._service(agent)
 
     def run_until(self, t: float) -> None:
         """Step until the clock reads ``t`` (absolute)."""

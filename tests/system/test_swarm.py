@@ -147,7 +147,7 @@ def test_two_agents_discover_share_and_ignore_a_forger(two_car_swarm: Swarm) -> 
     log = logs["walnut"]
     start = next(line for line in log if line["event"] == "start")
     # from what the log itself records (site and settings): no arena, as for a real robot
-    core = AgentCore(recorded_config(None, "walnut", start), start["t"])
+    core = AgentCore(recorded_config(None, "walnut", start), start["t0"])
     replayed = [d for _, d in replay_inputs(core, log, start["swarm_id"])]
     recorded = [line["digest"] for line in log if line["event"] == "belief"]
     assert len(recorded) >= 10

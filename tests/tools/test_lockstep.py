@@ -144,7 +144,7 @@ def test_inbound_and_outbound_faults_act_like_the_runtime(tmp_path: Path) -> Non
         ls.run(1.0)
         assert ls.agents["hazel"].node.datagrams_in == before[1]  # nothing reaches hazel
         assert ls.agents["walnut"].node.datagrams_in > before[0]  # hazel still sends
-        counters = ls.agents["walnut"].faults.status()["counters_out"]
+        counters = ls.agents["walnut"].agent.faults.status()["counters_out"]
         assert counters["drop"] == counters["routed"] > 0
         ls.set_faults("walnut", LinkFaults(delay=0.25), Direction.OUT)
         ls.set_faults("hazel", LinkFaults(), Direction.IN)

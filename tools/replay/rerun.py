@@ -277,7 +277,10 @@ class _TolerantCore(AgentCore):
 def agent_t0(log: ProcessLog) -> float:
     """When the agent's core was made: its start event, else its first line."""
     start = log.first("start")
-    return float(start["t"]) if start is not None else float(log.lines[0]["t"])
+    if start is None:
+        return float(log.lines[0]["t"])
+    t0 = start.get("t0")  # the core's own start, when the log says it
+    return float(t0) if isinstance(t0, float | int) else float(start["t"])
 
 
 def rerun_agent(
