@@ -209,8 +209,12 @@ class WorldProcess:
         err = self.proc.stderr.read() if self.proc.poll() is not None and self.proc.stderr else ""
         raise AssertionError(f"world did not start: rc={self.proc.poll()} {err}")
 
-    def stop(self, timeout: float = 10.0, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
-        if self.proc.poll() is None:
+    def stop(
+        self, timeout: float = 10.0, sig: int | None = signal.SIGTERM
+    ) -> tuple[int, str, str]:
+        """Send ``sig`` (None: none, the world is stopping by itself), wait ``timeout`` s for
+        the exit, then SIGKILL; (status, stdout, stderr)."""
+        if sig is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
             out, err = self.proc.communicate(timeout=timeout)
