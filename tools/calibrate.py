@@ -36,9 +36,18 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from protocol.mjpeg import FrameRejected, MjpegError, MjpegParser, parse_frame_headers, request
+from protocol.mjpeg import (
+    FrameReason,
+    FrameRejected,
+    MjpegError,
+    MjpegParser,
+    jpeg_size,
+    parse_frame_headers,
+    request,
+)
 
 MIN_VIEWS = 15
+MAX_PIXELS = 1600 * 1200  # the OV2640's largest frame: anything bigger is refused undecoded
 MAX_RMS_PX = 1.0
 BOARD = (9, 6)  # inner corners per row, per column
 GRID = (4, 3)  # image cells for the coverage test
@@ -307,6 +316,7 @@ def camera_frames(address: str, port: int, interval: float, timeout: float) -> I
         sock.settimeout(5.0)
         sock.sendall(request(address))
         parser = MjpegParser()
+        size: tuple[int, int] | None = None  # every frame must have the first one's size
         while time.monotonic() < deadline:
             data = sock.recv(65536)
             if not data:
@@ -316,8 +326,13 @@ def camera_frames(address: str, port: int, interval: float, timeout: float) -> I
                 if now < next_at:
                     continue
                 try:
-                    frame = parse_frame_headers(part)
+                    frame = parse_frame_headers(part, size)
+                    if size is None:  # the first frame's size, read before any decoding
+                        size = jpeg_size(frame.jpeg)
+                        if size[0] * size[1] > MAX_PIXELS:
+                            raise FrameRejected(FrameReason.FRAME_SIZE, f"{size} is no camera's")
                 except FrameRejected:
+                    size = None if size is None or size[0] * size[1] > MAX_PIXELS else size
                     continue
                 image = cv2.imdecode(np.frombuffer(frame.jpeg, np.uint8), cv2.IMREAD_GRAYSCALE)
                 if image is None:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # keep ``stigmesh --help`` light: the runners import numpy and PyBullet
     from tools.lockstep import Lockstep
     from tools.procs import Swarm
-    from tools.scenario import Scenario, TimedOp
+    from tools.swarmkey import KeyFileError
+from tools.scenario import Scenario, TimedOp
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROG = "stigmesh run"
@@ -399,7 +400,7 @@ def main(args: argparse.Namespace) -> int:
             applied = run_lockstep(scenario, run_dir, progress)
         else:
             applied, codes = run_real(scenario, run_dir, args.port, progress)
-    except RuntimeError as exc:  # no free loopback block or swarm port
+    except (RuntimeError, KeyFileError) as exc:  # no free block or port; an unusable key
         signal.signal(signal.SIGINT, previous)
         return _fail(str(exc))
     except KeyboardInterrupt:
