@@ -165,8 +165,12 @@ class Agent:
             self.session.handle_timer(now)
         if now >= self.next_tick:
             self.next_tick = max(self.next_tick + self.period, now)
-            self._use(self.node.tick(now), now)
-            self.core.take_news()  # the beat's decision already knows it
+            recent = now - self._decided_at < 0.5 * self.period  # a fresh one is as good
+            if recent:
+                self.node.tick(now, decide=False)
+            else:
+                self._use(self.node.tick(now), now)
+                self.core.take_news()  # the beat's decision already knows it
         elif self._decide_at is not None and now >= self._decide_at:
             self._use(self.node.decide(now), now)
         self._after_input(now)

@@ -374,8 +374,9 @@ class AgentCore:
         for event, fields in self.peers.take_events():
             self._emit(event, fields)
 
-    def tick(self, now: float) -> None:
-        """The 10 Hz beat: belief step, decision, periodic messages, peer liveness."""
+    def tick(self, now: float, *, decide: bool = True) -> None:
+        """The 10 Hz beat: belief step, decision (unless one was just made), periodic
+        messages, peer liveness."""
         dt = 0.0 if self._t_tick is None else max(0.0, now - self._t_tick)
         self._t_tick = now
         self._advance_localizer(now)
@@ -398,7 +399,8 @@ class AgentCore:
             if now - self._track_info_at > self.config.track_timeout:
                 self.track.reset()
                 self._emit("track_dropped", {"silent": now - self._track_info_at})
-        self._decide(now, pose)
+        if decide:
+            self._decide(now, pose)
         self._periodic(now)
         self._check_peers(now)
 

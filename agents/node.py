@@ -158,9 +158,12 @@ class SwarmNode:
         self.core.on_observations(batch, now)
         self._collect(now)
 
-    def tick(self, now: float) -> NavDecision | None:
-        self.log("tick", t=now)
-        self.core.tick(now)
+    def tick(self, now: float, *, decide: bool = True) -> NavDecision | None:
+        if decide:
+            self.log("tick", t=now)
+        else:
+            self.log("tick", t=now, decide=False)
+        self.core.tick(now, decide=decide)
         self._collect(now)
         self.flush_rejections(now)
         return self.decision
@@ -256,7 +259,7 @@ def replay_inputs(
         elif event == "obs":
             core.on_observations(batch_from_fields(line), t)
         elif event == "tick":
-            core.tick(t)
+            core.tick(t, decide=line.get("decide", True) is not False)
         elif event == "decide":
             core.decide(t)
         elif event == "byzantine":

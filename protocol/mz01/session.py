@@ -44,6 +44,7 @@ CAMERA_PORT = 8080
 MAX_TELEMETRY_TIMEOUT = 0.35
 MAX_DECISION_LEASE = 0.3
 DRIVE_HZ_RANGE = (20.0, 50.0)
+MIN_DRIVE_GAP = 0.01  # s: a changed decision is sent at once, but not within 10 ms of a DRIVE
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,7 @@ class ControllerSession:
         self._next_hello = -math.inf
         self._next_probe = -math.inf
         self._next_drive = math.inf
+        self._drive_sent = (-math.inf, 0.0, 0.0)  # when, left, right of the last DRIVE
         self._arm_deadline = math.inf
         self.sent = {"hello": 0, "arm": 0, "drive": 0, "stop": 0, "estop": 0, "probe": 0}
 
@@ -244,6 +246,12 @@ class ControllerSession:
             raise ValueError(f"wheel decision out of [-1, 1]: {left}, {right}")
         was_neutral = self.decision_at_time(now) == (0.0, 0.0)
         self._decision = Decision(left, right, now)
+        if (
+            self.state is S.DRIVING
+            and (left, right) != self._drive_sent[1:]
+            and now - self._drive_sent[0] >= MIN_DRIVE_GAP
+        ):
+            self._next_drive = now  # a new decision goes out now, not at the next 30 Hz slot
         if self._decision.neutral:
             self._neutral_seen = True
             return
@@ -432,5 +440,7 @@ class ControllerSession:
             right=right,
         )
         name = kind.name.lower()
+        if kind is Kind.DRIVE:
+            self._drive_sent = (now, left, right)
         self._out.append(Transmit(COMMAND_PORT, encode_command(cmd), name))
         self.sent[name] += 1

@@ -307,10 +307,14 @@ def test_rerun_reproduces_the_recording_and_the_variant_differs(lockstep_run) ->
         assert not r.baseline.input_errors
 
 
-def test_rerun_carries_on_past_an_input_that_raises(lockstep_run, monkeypatch) -> None:
+def test_rerun_follows_the_agent_on_a_failing_input(lockstep_run, monkeypatch) -> None:
+    """A message that raises inside the core is counted and the core goes on, as live; a
+    failure of the agent's own loop (a tick) ends the re-run there, as it ends the agent."""
     log = load_run(lockstep_run[0]).agents["walnut"]
+    sid = swarm_id_of(log)
+    assert sid is not None
     calls = {"n": 0}
-    original = AgentCore.on_message
+    original = AgentCore._on_message
 
     def flaky(self, msg, src, now):
         calls["n"] += 1
@@ -318,12 +322,23 @@ def test_rerun_carries_on_past_an_input_that_raises(lockstep_run, monkeypatch) -
             raise np.linalg.LinAlgError("made up")
         original(self, msg, src, now)
 
-    monkeypatch.setattr(AgentCore, "on_message", flaky)
-    sid = swarm_id_of(log)
-    assert sid is not None
+    monkeypatch.setattr(AgentCore, "_on_message", flaky)
     trace = rerun_agent(log, agent_config(ARENA, "walnut"), sid, "x")
-    assert len(trace.input_errors) == 1 and "made up" in trace.input_errors[0][2]
-    assert trace.t.size >= 10 * (DURATION - 1)
+    assert trace.input_errors == [] and trace.t.size >= 10 * (DURATION - 1)
+    monkeypatch.undo()
+    ticks = {"n": 0}
+    original_tick = AgentCore.tick
+
+    def dies(self, now, **kw):
+        ticks["n"] += 1
+        if ticks["n"] == 20:
+            raise FloatingPointError("made up")
+        original_tick(self, now, **kw)
+
+    monkeypatch.setattr(AgentCore, "tick", dies)
+    trace = rerun_agent(log, agent_config(ARENA, "walnut"), sid, "x")
+    assert len(trace.input_errors) == 1 and trace.input_errors[0][1] == "tick"
+    assert "made up" in trace.input_errors[0][2] and trace.t.size == 19
 
 
 # ---------------------------------------------------------------- the command

@@ -21,10 +21,8 @@ import numpy as np
 from agents.belief import FusionRule
 from agents.belief.track import cv_predict
 from agents.core import FUSION_NONE, AgentConfig, AgentCore
-from agents.node import Address, replay_inputs
-from agents.observations import ObservationBatch
+from agents.node import replay_inputs
 from protocol.site import parse_site
-from protocol.swarm import Message
 from tools.agent_config import agent_config, config_from_site
 from tools.replay.load import Line, ProcessLog, Progress, RunDir, swarm_id_of
 from tools.replay.metrics import (
@@ -170,7 +168,7 @@ class RerunTrace:
     mean_var: FloatArray
     digests: list[tuple[float, str]]
     speeds_at_detection: list[tuple[float, float]]  # (track time, speed) after accepted updates
-    input_errors: list[tuple[float, str, str]]  # (t, input, exception) the core raised on
+    input_errors: list[tuple[float, str, str]]  # (t, input, exception): the re-run stopped
     seconds: float
 
     @property
@@ -190,10 +188,12 @@ class _Sampler:
         self.P: list[FloatArray] = []
         self.mean_var: list[float] = []
         self.speeds: list[tuple[float, float]] = []
+        self.last: Line | None = None  # the newest line handed on
 
     def lines(self, lines: Iterable[Line]) -> Iterator[Line]:
         core = self.core
         for line in lines:
+            self.last = line
             event = line.get("event")
             before = (core.stats["detections"], core.track.update_count, core.track.reinit_count)
             was_init = core.track.initialised
@@ -227,53 +227,6 @@ def room_mean_var(
     return float(var[inside].mean()) if inside.any() else math.nan
 
 
-class _TolerantCore(AgentCore):
-    """The core, except that an input which raises is counted and the core carries on.
-
-    That is what the running agent does with a datagram whose handling raises (its event
-    loop logs the exception and goes on), so the re-run keeps following the recording.
-    """
-
-    def __init__(self, config: AgentConfig, t0: float) -> None:
-        super().__init__(config, t0)
-        self.input_errors: list[tuple[float, str, str]] = []
-
-    def _failed(self, now: float, what: str, exc: Exception) -> None:
-        self.input_errors.append((now, what, f"{type(exc).__name__}: {exc}"))
-
-    def on_message(self, msg: Message, src: Address, now: float) -> None:
-        try:
-            super().on_message(msg, src, now)
-        except Exception as exc:
-            self._failed(now, "rx", exc)
-
-    def on_observations(self, batch: ObservationBatch, now: float) -> None:
-        try:
-            super().on_observations(batch, now)
-        except Exception as exc:
-            self._failed(now, "obs", exc)
-
-    def on_car_status(
-        self, now: float, duty_left: float, duty_right: float, gyro_z: float | None
-    ) -> None:
-        try:
-            super().on_car_status(now, duty_left, duty_right, gyro_z)
-        except Exception as exc:
-            self._failed(now, "car", exc)
-
-    def on_peer_discovered(self, name: str, addr: Address, epoch: int, now: float) -> None:
-        try:
-            super().on_peer_discovered(name, addr, epoch, now)
-        except Exception as exc:
-            self._failed(now, "discovered", exc)
-
-    def tick(self, now: float) -> None:
-        try:
-            super().tick(now)
-        except Exception as exc:
-            self._failed(now, "tick", exc)
-
-
 def agent_t0(log: ProcessLog) -> float:
     """When the agent's core was made: its start event, else its first line."""
     start = log.first("start")
@@ -292,9 +245,21 @@ def rerun_agent(
 ) -> RerunTrace:
     """Re-run one agent's core with ``config`` on its recorded inputs, in the log's time."""
     began = time.perf_counter()
-    core = _TolerantCore(config, agent_t0(log))
+    core = AgentCore(config, agent_t0(log))
     sampler = _Sampler(core, room_cells, config.grid.cell_size)
-    digests = list(replay_inputs(core, sampler.lines(log.lines), swarm_id))
+    digests: list[tuple[float, str]] = []
+    errors: list[tuple[float, str, str]] = []
+    inputs = replay_inputs(core, sampler.lines(log.lines), swarm_id)
+    while True:  # the core refuses bad messages itself; any other failure ends the agent
+        try:
+            digests.append(next(inputs))
+        except StopIteration:
+            break
+        except Exception as exc:
+            line = sampler.last or {}
+            errors.append((float(line.get("t", math.nan)), str(line.get("event", "?")),
+                           f"{type(exc).__name__}: {exc}"))
+            break
     n = len(sampler.t)
     return RerunTrace(
         label,
@@ -304,7 +269,7 @@ def rerun_agent(
         np.asarray(sampler.mean_var, dtype=np.float64),
         digests,
         sampler.speeds,
-        core.input_errors,
+        errors,
         time.perf_counter() - began,
     )
 
