@@ -21,7 +21,9 @@ from protocol.mz01.firmware import FirmwareModel
 from tests.support.carserver import ModelCar, free_address
 from tools.car_teleop import ANSI, parse_keys
 
-DEADLINE = 5.0  # s for any one awaited condition
+# s for any one awaited condition: waiting ends as soon as it holds, and a busy machine
+# may take seconds to start the tool or to schedule it
+DEADLINE = 30.0
 
 
 def until(condition: Callable[[], bool], timeout: float = DEADLINE, what: str = "") -> None:

@@ -49,7 +49,7 @@ def test_a_reboot_during_a_session_is_reported(model_car: ModelCar) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        end = time.monotonic() + 5.0
+        end = time.monotonic() + 60.0  # a busy machine may take seconds to start the tool
         while model_car.model.telemetry_to is None:  # the tool has said HELLO
             assert time.monotonic() < end and proc.poll() is None, "the tool never connected"
             time.sleep(0.01)
