@@ -19,9 +19,9 @@ BYTES_PER_CELL = 8
 INT16_MIN = -(2**15)
 INT16_MAX = 2**15 - 1
 
-_WIRE_INDEX = np.dtype(">i2")
-_WIRE_VALUE = np.dtype(">f2")
-_WIRE_WORD = np.dtype(">u2")
+_WIRE_WORD = np.dtype(">i2")
+_INT16 = np.dtype(np.int16)
+_FLOAT64 = np.dtype(np.float64)
 
 
 def _readonly(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -29,29 +29,108 @@ def _readonly(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return a
 
 
-def _check_values(
-    ix: npt.NDArray[np.int16],
-    iy: npt.NDArray[np.int16],
-    values: npt.NDArray[np.float16],
-    var: npt.NDArray[np.float16],
-) -> None:
-    """Every mu and var finite, every var > 0, no (ix, iy) twice; ``values`` is mu and var."""
-    if not len(var):
+# The high byte of a big-endian binary16 holds the sign, the five exponent bits and the
+# two top mantissa bits; all five exponent bits set (0x7C) is infinity or NaN.
+_FINITE_HIGH = bytes(b for b in range(256) if b & 0x7C != 0x7C)
+# High bytes that alone prove a finite value > 0 (0x00 is +0 or a tiny subnormal).
+_POSITIVE_HIGH = bytes(range(0x01, 0x7C))
+
+
+def _check_cells(wire: bytes, words: npt.NDArray[np.int16]) -> None:
+    """Every mu and var finite, every var > 0, no (ix, iy) twice, checked in that order.
+
+    ``wire`` is the cell bin, ``words`` its 4n 16-bit words in native byte order. The
+    checks read bit patterns, exactly: numpy emulates float16 arithmetic in software,
+    and each numpy call costs about a microsecond on arrays of a datagram's size.
+    """
+    n = len(words) // 4
+    if not n:
         return
-    # Few numpy calls: this runs on every datagram (the fastest forms measured here).
-    if not np.isfinite(values).all():
+    if wire[4 * n :: 2].translate(None, _FINITE_HIGH):  # the high byte of an inf or NaN
         raise FieldError(RejectReason.NOT_FINITE, "mu and var must be finite")
-    if not var.min() > 0:
+    # Every value is finite now, so var > 0 exactly when its int16 bits are > 0
+    # (0x0001..0x7BFF); only a var with a high byte outside 0x01..0x7B needs that look.
+    if wire[6 * n :: 2].translate(None, _POSITIVE_HIGH) and words[3 * n :].min() <= 0:
         raise FieldError(RejectReason.OUT_OF_RANGE, "var must be > 0")
-    _check_unique(ix, iy)
-
-
-def _check_unique(ix: npt.NDArray[np.int16], iy: npt.NDArray[np.int16]) -> None:
-    if len(ix) > 1:
-        keys = (ix.view(np.uint16).astype(np.uint32) << 16) | iy.view(np.uint16)
-        keys.sort()
-        if (keys[1:] == keys[:-1]).any():
+    if n > 1:
+        # One 32-bit key per cell from its (ix, iy) words (any one-to-one key serves);
+        # once sorted, a repeated cell is two equal neighbours.
+        keys = words[: 2 * n].reshape(2, n).T.copy().view(np.int32)  # shape (n, 1)
+        keys.sort(axis=0)
+        if np.count_nonzero(keys[1:] == keys[:-1]):
             raise FieldError(RejectReason.INCONSISTENT, "a cell (ix, iy) appears twice")
+
+
+def _words_of(*arrays: npt.NDArray[Any]) -> npt.NDArray[np.int16]:
+    """16-bit arrays back to back, as one new native int16 array of their bits."""
+    return np.concatenate([a.view(np.int16) for a in arrays])
+
+
+def _plain(
+    ix: object, iy: object, mu: object, var: object
+) -> tuple[npt.NDArray[np.int16], npt.NDArray[np.int16], npt.NDArray[Any], npt.NDArray[Any]] | None:
+    """The arrays when they are what a sender usually has: 1-D int16, int16, float64,
+    float64 numpy arrays of one length (converted in one go); None otherwise."""
+    if (
+        type(ix) is not np.ndarray or type(iy) is not np.ndarray
+        or type(mu) is not np.ndarray or type(var) is not np.ndarray
+    ):
+        return None
+    if (ix.dtype, iy.dtype, mu.dtype, var.dtype) != (_INT16, _INT16, _FLOAT64, _FLOAT64):
+        return None
+    if ix.ndim != 1 or not ix.shape == iy.shape == mu.shape == var.shape:
+        return None
+    return ix, iy, mu, var
+
+
+def _convert(
+    ix: npt.ArrayLike, iy: npt.ArrayLike, mu: npt.ArrayLike, var: npt.ArrayLike
+) -> tuple[npt.NDArray[np.int16], list[npt.NDArray[Any]]]:
+    """Any arrays to cell words (ix, iy int16 | mu, var rounded to float16), and mu, var."""
+    idx = []
+    for name, raw in (("ix", ix), ("iy", iy)):
+        a = np.asarray(raw)
+        if a.ndim != 1:
+            raise FieldError(RejectReason.BAD_SHAPE, f"{name} must be 1-D")
+        if a.dtype != np.int16:
+            if a.size and not np.issubdtype(a.dtype, np.integer):
+                raise FieldError(
+                    RejectReason.BAD_TYPE, f"{name} must hold integers, got {a.dtype}"
+                )
+            if a.size and (int(a.min()) < INT16_MIN or int(a.max()) > INT16_MAX):
+                raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} outside int16")
+            a = a.astype(np.int16)
+        idx.append(a)  # the caller's array when int16: _words_of copies it
+    vals = []
+    for name, raw in (("mu", mu), ("var", var)):
+        a = np.asarray(raw)
+        if a.ndim != 1:
+            raise FieldError(RejectReason.BAD_SHAPE, f"{name} must be 1-D")
+        if a.size and a.dtype.kind not in "fiu":
+            raise FieldError(RejectReason.BAD_TYPE, f"{name} must hold numbers, got {a.dtype}")
+        vals.append(a)
+    if not len(idx[1]) == len(vals[0]) == len(vals[1]) == len(idx[0]):
+        raise FieldError(RejectReason.BAD_SHAPE, "ix, iy, mu, var must have equal lengths")
+    with np.errstate(over="ignore", invalid="ignore"):
+        f16 = np.concatenate(vals).astype(np.float16)
+    return _words_of(idx[0], idx[1], f16), vals
+
+
+def _convert_plain(
+    ix: npt.NDArray[np.int16], iy: npt.NDArray[np.int16],
+    mu: npt.NDArray[np.float64], var: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.int16], list[npt.NDArray[Any]]]:
+    """:func:`_convert` of :func:`_plain` arrays: each copied or rounded into place, the
+    same float64 -> float16 rounding (tests compare the two on random arrays)."""
+    n = len(ix)
+    words = np.empty(4 * n, np.int16)
+    words[:n] = ix
+    words[n : 2 * n] = iy
+    halves = words.view(np.float16)
+    with np.errstate(over="ignore", invalid="ignore"):
+        halves[2 * n : 3 * n] = mu
+        halves[3 * n :] = var
+    return words, [mu, var]
 
 
 class Cells:
@@ -87,11 +166,17 @@ class Cells:
                 )
         if not len(iy) == len(mu) == len(var) == len(ix):
             raise FieldError(RejectReason.BAD_SHAPE, "ix, iy, mu, var must have equal lengths")
-        _check_values(ix, iy, np.concatenate((mu, var)), var)
-        self._set(
-            _readonly(ix.copy()), _readonly(iy.copy()), _readonly(mu.copy()),
-            _readonly(var.copy()), None,
-        )
+        words = _words_of(ix, iy, mu, var)  # a copy: the caller's arrays stay theirs
+        wire = words.astype(_WIRE_WORD).tobytes()
+        _check_cells(wire, words)
+        self._set_words(words, wire)
+
+    def _set_words(self, words: npt.NDArray[np.int16], wire: bytes) -> None:
+        """Take over checked ``words`` (ix | iy | mu | var bits, native order) of bin ``wire``."""
+        n = len(words) // 4
+        _readonly(words)  # first: the views below inherit it
+        halves = words.view(np.float16)
+        self._set(words[:n], words[n : 2 * n], halves[2 * n : 3 * n], halves[3 * n :], wire)
 
     def _set(
         self,
@@ -127,35 +212,14 @@ class Cells:
         nearest float16 and must stay finite (|x| < 65520), with ``var`` still > 0 after
         rounding. Raises ``ValueError`` (a :class:`FieldError`) otherwise.
         """
-        idx = []
-        for name, raw in (("ix", ix), ("iy", iy)):
-            a = np.asarray(raw)
-            if a.ndim != 1:
-                raise FieldError(RejectReason.BAD_SHAPE, f"{name} must be 1-D")
-            if a.dtype != np.int16:
-                if a.size and not np.issubdtype(a.dtype, np.integer):
-                    raise FieldError(
-                        RejectReason.BAD_TYPE, f"{name} must hold integers, got {a.dtype}"
-                    )
-                if a.size and (int(a.min()) < INT16_MIN or int(a.max()) > INT16_MAX):
-                    raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} outside int16")
-            idx.append(a.astype(np.int16))  # always a fresh array
-        vals = []
-        for name, raw in (("mu", mu), ("var", var)):
-            a = np.asarray(raw)
-            if a.ndim != 1:
-                raise FieldError(RejectReason.BAD_SHAPE, f"{name} must be 1-D")
-            if a.size and a.dtype.kind not in "fiu":
-                raise FieldError(RejectReason.BAD_TYPE, f"{name} must hold numbers, got {a.dtype}")
-            vals.append(a)
-        if not len(idx[1]) == len(vals[0]) == len(vals[1]) == len(idx[0]):
-            raise FieldError(RejectReason.BAD_SHAPE, "ix, iy, mu, var must have equal lengths")
-        with np.errstate(over="ignore", invalid="ignore"):
-            f16 = np.concatenate(vals).astype(np.float16)
-        n = len(idx[0])
-        mu16, var16 = f16[:n], f16[n:]
+        plain = _plain(ix, iy, mu, var)
+        if plain is not None:
+            words, vals = _convert_plain(*plain)
+        else:
+            words, vals = _convert(ix, iy, mu, var)
+        wire = words.astype(_WIRE_WORD).tobytes()
         try:
-            _check_values(idx[0], idx[1], f16, var16)
+            _check_cells(wire, words)
         except FieldError as exc:
             if exc.reason is RejectReason.NOT_FINITE:  # name the cause precisely
                 for name, a in zip(("mu", "var"), vals, strict=True):
@@ -173,7 +237,7 @@ class Cells:
                 ) from None
             raise
         cells = object.__new__(cls)
-        cells._set(_readonly(idx[0]), _readonly(idx[1]), _readonly(mu16), _readonly(var16), None)
+        cells._set_words(words, wire)
         return cells
 
     @classmethod
@@ -183,38 +247,34 @@ class Cells:
             raise FieldError(
                 RejectReason.BAD_SHAPE, f"cell bin of {len(data)} bytes is not a multiple of 8"
             )
-        n = len(data) // BYTES_PER_CELL
-        # One byte swap for the whole bin, then typed views of its four parts.
-        native = _readonly(np.frombuffer(data, _WIRE_WORD).astype(np.uint16))
-        ix, iy = native[:n].view(np.int16), native[n : 2 * n].view(np.int16)
-        values = native[2 * n :].view(np.float16)
-        mu, var = values[:n], values[n:]
-        _check_values(ix, iy, values, var)
+        wire = data if type(data) is bytes else bytes(data)
+        # One byte swap for the whole bin; the four arrays are views of its words.
+        words = np.frombuffer(wire, _WIRE_WORD).astype(np.int16)
+        _check_cells(wire, words)
         cells = object.__new__(cls)
-        cells._set(ix, iy, mu, var, bytes(data))
+        cells._set_words(words, wire)
         return cells
 
     def to_bytes(self) -> bytes:
         cached: bytes | None = self._bytes
         if cached is None:
-            cached = b"".join(
-                (
-                    self.ix.astype(_WIRE_INDEX).tobytes(),
-                    self.iy.astype(_WIRE_INDEX).tobytes(),
-                    self.mu.astype(_WIRE_VALUE).tobytes(),
-                    self.var.astype(_WIRE_VALUE).tobytes(),
-                )
-            )
+            words = _words_of(self.ix, self.iy, self.mu, self.var)
+            cached = words.astype(_WIRE_WORD).tobytes()
             object.__setattr__(self, "_bytes", cached)
         return cached
 
     def slice(self, start: int, stop: int) -> Cells:
-        if start <= 0 and stop >= len(self):
+        n = len(self)
+        if start <= 0 and stop >= n:
             return self
         part = object.__new__(Cells)  # a subset of valid cells is valid: no re-check
+        wire: bytes | None = self._bytes
+        if wire is not None:  # the part's bin: the same slice of each of the four arrays
+            r = range(n)[start:stop]
+            wire = b"".join(wire[2 * (k * n + r.start) : 2 * (k * n + r.stop)] for k in range(4))
         part._set(
             self.ix[start:stop], self.iy[start:stop], self.mu[start:stop], self.var[start:stop],
-            None,
+            wire,
         )
         return part
 
