@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 from protocol.swarm.cells import Cells, cells_that_fit, split_cells
 from protocol.swarm.codec import encoded_size
@@ -17,10 +18,12 @@ from protocol.swarm.messages import (
     DEFAULT_DATAGRAM_LIMIT,
     U16_MAX,
     U32_MAX,
+    Body,
     Message,
     Patch,
     Snapshot,
     check_datagram_limit,
+    validate_header,
 )
 
 _EMPTY_BIN_HEADER = 2
@@ -70,10 +73,23 @@ def patch_messages(
     if first_seq + len(chunks) - 1 > U32_MAX:
         raise ValueError("the sequence numbers of this epoch are exhausted")
     # encode() refuses any datagram over the limit, so a capacity bug cannot go unseen.
-    return [
-        Message(swarm_id, sender, epoch, first_seq + i, t_sent, Patch(cell_size_mm, t_ref, chunk))
-        for i, chunk in enumerate(chunks)
-    ]
+    return _numbered(chunks, lambda _, chunk: Patch(cell_size_mm, t_ref, chunk),
+                     swarm_id=swarm_id, sender=sender, epoch=epoch, first_seq=first_seq,
+                     t_sent=t_sent)
+
+
+def _numbered(
+    chunks: list[Cells], body: Callable[[int, Cells], Body], *,
+    swarm_id: int, sender: str, epoch: int, first_seq: int, t_sent: float,
+) -> list[Message]:
+    """One message per chunk, seq counting up from ``first_seq``: the checks of
+    ``Message(..., body(i, chunk))`` in the same order, without the dataclass's."""
+    out: list[Message] = []
+    for i, chunk in enumerate(chunks):
+        b = body(i, chunk)
+        header = validate_header(swarm_id, sender, epoch, first_seq + i, t_sent)
+        out.append(Message.from_checked(header, b))
+    return out
 
 
 def snapshot_messages(
@@ -105,7 +121,6 @@ def snapshot_messages(
     chunks = split_cells(cells, per_chunk) or [cells]
     if first_seq + len(chunks) - 1 > U32_MAX:
         raise ValueError("the sequence numbers of this epoch are exhausted")
-    return [
-        Message(swarm_id, sender, epoch, first_seq + i, t_sent, body(i, len(chunks), chunk))
-        for i, chunk in enumerate(chunks)
-    ]
+    return _numbered(chunks, lambda i, chunk: body(i, len(chunks), chunk),
+                     swarm_id=swarm_id, sender=sender, epoch=epoch, first_seq=first_seq,
+                     t_sent=t_sent)

@@ -7,7 +7,6 @@ only :class:`SwarmDecodeError`.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from collections.abc import Callable
 from typing import Any
@@ -60,7 +59,7 @@ def check_key(key: bytes) -> bytes:
 
 def mac(payload: bytes, key: bytes) -> bytes:
     """The 16-byte tag: the first 16 bytes of HMAC-SHA256(key, payload)."""
-    return hmac.new(key, payload, hashlib.sha256).digest()[:MAC_LEN]
+    return hmac.digest(key, payload, "sha256")[:MAC_LEN]  # one-shot: OpenSSL, no hmac.HMAC
 
 
 def seal(payload: bytes, key: bytes) -> bytes:
@@ -144,21 +143,46 @@ def to_wire(message: Message) -> list[Any]:
     ]
 
 
+# Bodies that hold an F32Array need pack(); msgpack.packb writes the others' envelope
+# in one call with the very same bytes (shortest ints, float 64, fixarray headers).
+_F32_KINDS = frozenset((Kind.HEARTBEAT, Kind.TRACK))
+
+
+def payload_of(message: Message) -> bytes:
+    """The msgpack bytes of the message's envelope (the datagram without its MAC)."""
+    wire = to_wire(message)
+    if message.body.KIND in _F32_KINDS:
+        return pack(wire)
+    data: bytes = msgpack.packb(wire, use_bin_type=True)
+    return data
+
+
 def encoded_size(message: Message) -> int:
     """Length of the datagram ``encode`` would produce, MAC included."""
-    return len(pack(to_wire(message))) + MAC_LEN
+    return len(payload_of(message)) + MAC_LEN
 
 
 def encode(message: Message, key: bytes, *, limit: int = DEFAULT_DATAGRAM_LIMIT) -> bytes:
     """Encode and sign; ``ValueError`` if the datagram would exceed ``limit``."""
     check_datagram_limit(limit)
-    payload = pack(to_wire(message))
+    payload = _sized_payload(message, limit)
+    return payload + mac(payload, check_key(key))
+
+
+def encode_checked(message: Message, key: bytes, limit: int) -> bytes:
+    """:func:`encode` for a key and limit already validated (the sender checks them once)."""
+    payload = _sized_payload(message, limit)
+    return payload + mac(payload, key)
+
+
+def _sized_payload(message: Message, limit: int) -> bytes:
+    payload = payload_of(message)
     if len(payload) + MAC_LEN > limit:
         raise ValueError(
             f"{message.kind.name} datagram of {len(payload) + MAC_LEN} bytes exceeds the "
             f"{limit}-byte limit (split cells with protocol.swarm.chunking)"
         )
-    return seal(payload, key)
+    return payload
 
 
 # --- wire -> message ------------------------------------------------------------------------
@@ -283,6 +307,51 @@ def _check_types(env: Any) -> Kind:
     return kind
 
 
+_WIRE_TYPES: dict[str, type] = {**_SCALAR_TYPES, "M": _MapPairs}
+_HEADER_TYPES = (int, int, int, str, int, int, float, list)
+# Per kind value: the exact Python type of each body field, and the array fields' lengths.
+_EXACT_BODY: dict[int, tuple[Kind, tuple[type, ...], tuple[tuple[int, int], ...]]] = {
+    int(kind): (
+        kind,
+        tuple(list if isinstance(spec, int) else _WIRE_TYPES[spec] for spec in specs),
+        tuple((i, spec) for i, spec in enumerate(specs) if isinstance(spec, int)),
+    )
+    for kind, specs in _BODY_SPECS.items()
+}
+
+
+def _well_typed_kind(env: Any) -> Kind | None:
+    """The kind when the envelope has exactly the expected shape and types, else None.
+
+    A shortcut for the common case: when it returns a kind, :func:`_check_depth` and
+    :func:`_check_types` would pass and return the same kind (every container is where
+    a message has one, its elements scalars). None decides nothing: the full checks
+    then run and name the first failure.
+    """
+    if type(env) is not list or len(env) != ENVELOPE_LEN:
+        return None
+    if tuple(map(type, env)) != _HEADER_TYPES or env[0] != PROTOCOL_VERSION:
+        return None
+    exact = _EXACT_BODY.get(env[1])
+    if exact is None:
+        return None
+    kind, body_types, arrays = exact
+    body = env[7]
+    if tuple(map(type, body)) != body_types:
+        return None
+    for i, n in arrays:
+        if len(body[i]) != n or any(type(v) is not float for v in body[i]):
+            return None
+    for value in body:
+        if type(value) is bytes and len(value) % BYTES_PER_CELL:
+            return None
+        if type(value) is _MapPairs and any(
+            type(k) is not str or type(v) is not int for k, v in value
+        ):
+            return None
+    return kind
+
+
 def _body_with_cells(b: list[Any], build: Callable[[Cells], Patch | Snapshot]) -> Body:
     try:
         cells = Cells.from_bytes(b[-1])
@@ -323,12 +392,14 @@ def decode_payload(
 ) -> Message:
     """Checks 3 to 9 of SWARM.md on msgpack bytes whose MAC has been verified."""
     env = _unpack(payload, limit)
-    _check_depth(env)
-    kind = _check_types(env)
+    kind = _well_typed_kind(env)
+    if kind is None:
+        _check_depth(env)
+        kind = _check_types(env)
     try:
-        validate_header(*env[2:7])
+        header = validate_header(*env[2:7])
         body = _build_body(kind, env[7])
-        message = Message(env[2], env[3], env[4], env[5], env[6], body)
+        message = Message.from_checked(header, body)  # the header is not checked twice
     except FieldError as e:
         raise SwarmDecodeError(e.reason, e.detail) from None
     if message.swarm_id != swarm_id:

@@ -89,9 +89,12 @@ def check_datagram_limit(limit: int) -> int:
 
 
 def _float(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+    if type(value) is float:  # the common case, with nothing to convert
+        f = value
+    elif isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise FieldError(RejectReason.BAD_TYPE, f"{name} must be a number")
-    f = float(value)
+    else:
+        f = float(value)
     if not math.isfinite(f):
         raise FieldError(RejectReason.NOT_FINITE, f"{name} must be finite, got {f}")
     return f
@@ -105,9 +108,12 @@ def _time(name: str, value: object) -> float:
 
 
 def _int(name: str, value: object, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if type(value) is int:  # the common case, with nothing to convert
+        i = value
+    elif isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise FieldError(RejectReason.BAD_TYPE, f"{name} must be an integer")
-    i = int(value)
+    else:
+        i = int(value)
     if not lo <= i <= hi:
         raise FieldError(RejectReason.OUT_OF_RANGE, f"{name}={i} outside {lo}..{hi}")
     return i
@@ -415,6 +421,15 @@ BODY_TYPES: dict[Kind, type[Body]] = {
 # --- the envelope -------------------------------------------------------------------------
 
 
+_BODY_CLASSES = tuple(BODY_TYPES.values())
+_HEADER_FIELDS = ("swarm_id", "sender", "epoch", "seq", "t_sent")
+
+
+def _check_t_ref(body: Body, t_sent: float) -> None:
+    if isinstance(body, Patch | Snapshot | Track) and body.t_ref > t_sent:
+        raise FieldError(RejectReason.INCONSISTENT, "t_ref is later than t_sent")
+
+
 def validate_header(
     swarm_id: object, sender: object, epoch: object, seq: object, t_sent: object
 ) -> tuple[int, str, int, int, float]:
@@ -448,10 +463,23 @@ class Message:
         _set(self, "epoch", epoch)
         _set(self, "seq", seq)
         _set(self, "t_sent", t_sent)
-        if not isinstance(self.body, tuple(BODY_TYPES.values())):
+        if not isinstance(self.body, _BODY_CLASSES):
             raise FieldError(RejectReason.BAD_TYPE, "body must be one of the message bodies")
-        if isinstance(self.body, Patch | Snapshot | Track) and self.body.t_ref > t_sent:
-            raise FieldError(RejectReason.INCONSISTENT, "t_ref is later than t_sent")
+        _check_t_ref(self.body, t_sent)
+
+    @classmethod
+    def from_checked(cls, header: tuple[int, str, int, int, float], body: Body) -> Message:
+        """A message from what :func:`validate_header` returned and a constructed body.
+
+        Checks only what joins the two (t_ref <= t_sent): the caller validated the header
+        (the decoder once, in wire order; the chunking once per message), not again here.
+        """
+        _check_t_ref(body, header[4])
+        message = object.__new__(cls)
+        for name, value in zip(_HEADER_FIELDS, header, strict=True):
+            _set(message, name, value)
+        _set(message, "body", body)
+        return message
 
     @property
     def kind(self) -> Kind:

@@ -8,7 +8,7 @@ import numpy.typing as npt
 
 from protocol.swarm.cells import Cells
 from protocol.swarm.chunking import patch_messages, snapshot_messages
-from protocol.swarm.codec import check_key, encode
+from protocol.swarm.codec import check_key, encode_checked
 from protocol.swarm.messages import (
     DEFAULT_DATAGRAM_LIMIT,
     U32_MAX,
@@ -58,9 +58,14 @@ class SwarmSender:
         self.swarm_id, self.sender, self.epoch, first_seq, _ = validate_header(
             swarm_id, sender, epoch, first_seq, 0.0
         )
-        self.limit = check_datagram_limit(limit)
+        self._limit = check_datagram_limit(limit)
         self._next_seq = first_seq
         self.sent = 0
+
+    @property
+    def limit(self) -> int:
+        """The datagram size limit (read-only: encoding trusts it, checked once)."""
+        return self._limit
 
     @property
     def next_seq(self) -> int:
@@ -84,7 +89,7 @@ class SwarmSender:
     def seal(self, body: Body, now: float) -> bytes:
         """Encode and sign the next datagram; ``ValueError`` if it exceeds the limit."""
         message = Message(self.swarm_id, self.sender, self.epoch, self._seq(), now, body)
-        data = encode(message, self._key, limit=self.limit)
+        data = encode_checked(message, self._key, self.limit)
         self._take(1)
         return data
 
@@ -133,6 +138,7 @@ class SwarmSender:
         return self._encode_all(messages)
 
     def _encode_all(self, messages: list[Message]) -> list[bytes]:
-        out = [encode(m, self._key, limit=self.limit) for m in messages]
+        # key and limit were validated once, at construction
+        out = [encode_checked(m, self._key, self.limit) for m in messages]
         self._take(len(out))
         return out
