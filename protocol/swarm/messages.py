@@ -422,11 +422,13 @@ BODY_TYPES: dict[Kind, type[Body]] = {
 
 
 _BODY_CLASSES = tuple(BODY_TYPES.values())
-_HEADER_FIELDS = ("swarm_id", "sender", "epoch", "seq", "t_sent")
+
+
+_TIMED_BODIES = (Patch, Snapshot, Track)
 
 
 def _check_t_ref(body: Body, t_sent: float) -> None:
-    if isinstance(body, Patch | Snapshot | Track) and body.t_ref > t_sent:
+    if isinstance(body, _TIMED_BODIES) and body.t_ref > t_sent:
         raise FieldError(RejectReason.INCONSISTENT, "t_ref is later than t_sent")
 
 
@@ -476,9 +478,11 @@ class Message:
         """
         _check_t_ref(body, header[4])
         message = object.__new__(cls)
-        for name, value in zip(_HEADER_FIELDS, header, strict=True):
-            _set(message, name, value)
-        _set(message, "body", body)
+        swarm_id, sender, epoch, seq, t_sent = header
+        # the fields a frozen dataclass keeps in its __dict__, set in one go
+        vars(message).update(
+            swarm_id=swarm_id, sender=sender, epoch=epoch, seq=seq, t_sent=t_sent, body=body
+        )
         return message
 
     @property
