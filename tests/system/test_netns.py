@@ -1,7 +1,7 @@
 """Agents in their own network namespaces, on a bridge, as on separate laptops.
 
 The test builds its own network: a hub namespace holding a bridge and the
-world (cars on 198.18.2.x), and one namespace per agent with a veth pair onto
+world (cars on 198.18.N.x, N drawn per run), and one namespace per agent with a veth pair onto
 the bridge and its own 198.18.0.x address. Discovery (mDNS multicast) and the
 swarm's broadcast (198.18.255.255) cross real interfaces. Nothing leaves the
 namespaces the test made; they are deleted at the end.
@@ -9,6 +9,7 @@ namespaces the test made; they are deleted at the end.
 
 from __future__ import annotations
 
+import random
 import signal
 import subprocess
 import sys
@@ -50,11 +51,14 @@ def _across_the_bridge(log: list[dict], other: str) -> tuple[list[dict], list[di
 @pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
 @pytest.mark.timeout(240)  # each wait has its own deadline; this bounds the whole test
 def test_agents_in_their_own_namespaces_discover_and_share(net: Net, tmp_path: Path) -> None:
+    # The cars on a block of their own: an agent locks its car's address host-wide, and
+    # another run of this test may be going on beside this one, in its own namespaces.
+    cars = f"198.18.{random.randint(2, 254)}"
     arena = tmp_path / "two_cars.toml"
-    arena.write_text(shipped_arena("two_cars").read_text().replace("127.0.2.", "198.18.2."))
+    arena.write_text(shipped_arena("two_cars").read_text().replace("127.0.2.", f"{cars}."))
     site = tmp_path / "site.toml"  # what the agents read: never the arena
     site.write_text(site_to_toml(load_arena(arena).site))
-    for car in ("198.18.2.1", "198.18.2.2"):
+    for car in (f"{cars}.1", f"{cars}.2"):
         net.run(net.hub, "addr", "add", f"{car}/16", "brd", "+", "dev", "br0")
     spaces = {"walnut": net.add_host(1, "198.18.0.1"), "hazel": net.add_host(2, "198.18.0.2")}
     run = tmp_path / "run"
@@ -73,7 +77,7 @@ def test_agents_in_their_own_namespaces_discover_and_share(net: Net, tmp_path: P
         for index, (name, ns) in enumerate(spaces.items(), start=1):
             agents.append(_spawn(
                 ns, run, name, "agent", "--name", name,
-                "--car", f"198.18.2.{index}", "--site", str(site), "--iface", f"veth{index}",
+                "--car", f"{cars}.{index}", "--site", str(site), "--iface", f"veth{index}",
                 "--swarm-key", str(key), "--run-dir", str(run), "--duration", f"{BACKSTOP:g}",
                 *args,
             ))
