@@ -20,6 +20,9 @@ import pybullet as p
 from worlds.arena import Arena, CarModel, CarSpec, Obstacle, TagSpec, TargetSpec
 from worlds.camera import write_tag_texture
 from worlds.motion import TargetState
+from worlds.steps import BodyPose, Poses
+
+WHEELS = (0, 1, 2, 3)  # a car's wheel joints (and links)
 
 WALL_THICKNESS = 0.1
 TAG_OFFSET = 0.003  # tag quads sit this far in front of their mounting surface
@@ -96,6 +99,19 @@ class CarBody:
         )
         return vl, vr
 
+    def state(self) -> BodyPose:
+        """Everything that places the car's shapes: its base and its wheels' angles."""
+        pos, orn = p.getBasePositionAndOrientation(self.body, physicsClientId=self.client)
+        wheels = p.getJointStates(self.body, WHEELS, physicsClientId=self.client)
+        return BodyPose(tuple(pos), tuple(orn), tuple(float(w[0]) for w in wheels))
+
+    def place(self, state: BodyPose) -> None:
+        """Put the car's shapes where ``state`` says (a render's scene, never stepped)."""
+        c = self.client
+        p.resetBasePositionAndOrientation(self.body, state.pos, state.orn, physicsClientId=c)
+        for joint, angle in zip(WHEELS, state.joints, strict=True):
+            p.resetJointState(self.body, joint, angle, physicsClientId=c)
+
     def pose(self) -> tuple[float, float, float]:
         (x, y, _), orn = p.getBasePositionAndOrientation(self.body, physicsClientId=self.client)
         yaw = p.getEulerFromQuaternion(orn)[2]
@@ -131,6 +147,15 @@ class TargetBody:
             self.body, (state.x, state.y, 0.0), _quat(state.yaw), physicsClientId=self.client
         )
 
+    def state(self) -> BodyPose:
+        pos, orn = p.getBasePositionAndOrientation(self.body, physicsClientId=self.client)
+        return BodyPose(tuple(pos), tuple(orn))
+
+    def place(self, state: BodyPose) -> None:
+        p.resetBasePositionAndOrientation(
+            self.body, state.pos, state.orn, physicsClientId=self.client
+        )
+
 
 class Scene:
     """All bodies of one arena in one PyBullet client."""
@@ -150,6 +175,18 @@ class Scene:
         self.cars: dict[int, CarBody] = {
             car.id: self._car(car, i) for i, car in enumerate(arena.cars)
         }
+
+    def poses(self) -> Poses:
+        """What moves in the scene, as it is now: every car and the target."""
+        cars = tuple((car_id, car.state()) for car_id, car in self.cars.items())
+        return Poses(cars, self.target.state() if self.target is not None else None)
+
+    def place(self, poses: Poses) -> None:
+        """Move this scene's bodies to ``poses`` (another scene's, of the same arena)."""
+        for car_id, state in poses.cars:
+            self.cars[car_id].place(state)
+        if self.target is not None and poses.target is not None:
+            self.target.place(poses.target)
 
     def _texture(self, tag_id: int) -> int:
         if tag_id not in self._textures:

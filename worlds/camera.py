@@ -26,6 +26,11 @@ NEAR, FAR = 0.02, 30.0
 NOISE_BANK = 8  # pre-drawn noise images, picked at random per frame
 
 
+def frame_rng(seed: int) -> np.random.Generator:
+    """The stream a world's camera noise is drawn from (its renderer's and its worker's)."""
+    return np.random.default_rng([seed, 0xCA])
+
+
 def tag_image(tag_id: int, cell_px: int = TEXTURE_CELL_PX) -> np.ndarray:
     """The tag's canonical image (grey, uint8) with a one-cell white quiet zone."""
     dictionary = cv2.aruco.getPredefinedDictionary(cv2.aruco.DICT_APRILTAG_36h11)

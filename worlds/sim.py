@@ -8,8 +8,8 @@ datagram to a car endpoint at ``t``. The same core runs paced to real time
 
 Every call that moves time returns a :class:`Step`: the datagrams the cars
 send and the log events (ground truth, firmware events, faults). Frames are
-returned by :meth:`World.capture_frame`; any output it produced waits for the
-next ``Step``.
+returned by :meth:`World.capture_frame` (or taken as a job to render elsewhere,
+:meth:`World.frame_job`); any output it produced waits for the next ``Step``.
 
 Each car's uptime runs from its own boot with a seeded offset and crystal
 error: ``now_us = int((t - boot_time) * (1 + drift) * 1e6)``.
@@ -38,16 +38,16 @@ from protocol.mz01 import Address, Event, EventKind, FirmwareModel, Kind, StepRe
 from protocol.mz01.firmware import TELEMETRY_PERIOD_US, TICK_PERIOD_US
 from worlds.arena import Arena
 from worlds.bodies import Scene
-from worlds.camera import CameraRenderer
+from worlds.camera import CameraRenderer, frame_rng
 from worlds.motion import MotionModel, TargetState, motion_model
 from worlds.sensors import Landmark, Point3, observation
 from worlds.sitl import SitlFirmware, Trace
-from worlds.steps import CarFirmware, Counters, Frame, LogEvent, Send, Step, WorldError
+from worlds.steps import CarFirmware, Counters, Frame, LogEvent, RenderJob, Send, Step, WorldError
 from worlds.vcar import VirtualCar
 
 __all__ = [
     "FIRMWARES", "PORT_CAMERA", "PORT_COMMAND", "PORT_PROBE", "CarFirmware", "Counters",
-    "Frame", "LogEvent", "Send", "Step", "VirtualCar", "World", "WorldError",
+    "Frame", "LogEvent", "RenderJob", "Send", "Step", "VirtualCar", "World", "WorldError",
 ]  # fmt: skip
 
 PORT_COMMAND = 4210
@@ -92,9 +92,7 @@ class World:
         self._set_target(t0)
         self.next_truth = t0
         self.landmarks = [Landmark(tag.id, tag.x, tag.y, tag.z, tag.yaw, -1) for tag in arena.tags]
-        self.renderer = CameraRenderer(
-            self.client, arena.camera, np.random.default_rng([self.seed, 0xCA])
-        )
+        self.renderer = CameraRenderer(self.client, arena.camera, frame_rng(self.seed))
         self.cars: dict[int, VirtualCar] = {}
         for spec in arena.cars:
             car = VirtualCar(spec, self, np.random.default_rng([self.seed, spec.id]))
@@ -349,7 +347,15 @@ class World:
 
         A frozen camera returns its last frame again, unchanged. ``on_board``:
         the frame stays on the car (a SITL car's camera), so only power matters.
+        Rendered here; the server renders :meth:`frame_job` in a worker instead.
         """
+        job = self.frame_job(car_key, t, on_board)
+        return self.frame_done(job, self.render(job)) if isinstance(job, RenderJob) else job
+
+    def frame_job(
+        self, car_key: int | str, t: float, on_board: bool = False
+    ) -> RenderJob | Frame | None:
+        """:meth:`capture_frame` up to the render: the frame to render, or what needs none."""
         self._run_until(t)
         car = self.car(car_key)
         if not (car.online(t) if on_board else car.link_up(t)):
@@ -357,13 +363,22 @@ class World:
         if car.camera_frozen(t) and car.last_frame is not None:
             return replace(car.last_frame, repeated=True)
         eye, yaw = self.scene.cars[car.id].camera()
-        image = self.renderer.render(eye, yaw)
+        return RenderJob(
+            car.id, eye, yaw, self.scene.poses(), car.uptime_us(t) // 1000, car.nonce, t
+        )
+
+    def render(self, job: RenderJob) -> bytes:
+        """The job's JPEG, rendered in this process (the scene must still be as it was)."""
+        return self.renderer.encode(self.renderer.render(job.eye, job.yaw))
+
+    def frame_done(self, job: RenderJob, jpeg: bytes) -> Frame | None:
+        """The rendered job as the car's next frame (None if the car rebooted meanwhile)."""
+        car = self.car(job.car)
+        if car.nonce != job.boot_id:
+            return None
         car.frame_seq += 1
         car.counters.frames += 1
-        frame = Frame(
-            car.id, self.renderer.encode(image), car.uptime_us(t) // 1000, car.nonce,
-            car.frame_seq, t,
-        )  # fmt: skip
+        frame = Frame(car.id, jpeg, job.capture_ms, job.boot_id, car.frame_seq, job.t)
         car.last_frame = frame
         return frame
 

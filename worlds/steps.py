@@ -1,4 +1,4 @@
-"""What the world produces and reads: datagrams, log events, steps, frames, counters.
+"""What the world produces and reads: datagrams, log events, steps, frames, render jobs, counters.
 
 Plain values, shared by :mod:`worlds.sim` (which re-exports them), its cars and the server.
 """
@@ -51,6 +51,41 @@ class CarFirmware(Protocol):
     def reason(self) -> str: ...
     @property
     def wheels(self) -> tuple[float, float]: ...
+
+
+@dataclass(frozen=True)
+class BodyPose:
+    """A body's base position and orientation (x, y, z, w), and its joints' angles."""
+
+    pos: tuple[float, ...]
+    orn: tuple[float, ...]
+    joints: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Poses:
+    """Where everything that moves is: each car (by id) and the target."""
+
+    cars: tuple[tuple[int, BodyPose], ...]
+    target: BodyPose | None
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    """One camera frame to render: the scene and the camera as they were at ``t``.
+
+    Taken by :meth:`worlds.sim.World.frame_job`; rendered in the world's process
+    or by a render worker (:mod:`worlds.render`), then finished by
+    :meth:`worlds.sim.World.frame_done`, which numbers it.
+    """
+
+    car: int
+    eye: tuple[float, float, float]
+    yaw: float
+    poses: Poses
+    capture_ms: int  # the car's uptime at t
+    boot_id: int
+    t: float
 
 
 @dataclass(frozen=True)
