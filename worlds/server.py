@@ -6,7 +6,9 @@ time is ``time.monotonic()``: a datagram is delivered at its receipt time,
 and physics is stepped in the background to keep up with the clock. When
 the machine cannot keep up, physics catches up in bounded batches and skips
 what is older than ``MAX_LAG`` (logged as ``physics_skip``); firmware ticks
-and sensors are never skipped.
+and sensors are never skipped. Camera frames are rendered by a worker process
+(:mod:`worlds.render_host`): this loop only takes their poses, so a car's
+datagram never waits behind a render.
 """
 
 from __future__ import annotations
@@ -34,13 +36,25 @@ from worlds.control import (
     remove_world_key,
     write_world_key,
 )
-from worlds.sim import PORT_CAMERA, PORT_COMMAND, PORT_PROBE, Step, World, WorldError
+from worlds.render_host import RenderHost, State
+from worlds.sim import (
+    PORT_CAMERA,
+    PORT_COMMAND,
+    PORT_PROBE,
+    Frame,
+    RenderJob,
+    Step,
+    World,
+    WorldError,
+)
 from worlds.sitl_host import SitlHost
 
 MAX_LAG = 0.15  # s of physics the world may be behind the clock before it skips
 RTF_PERIOD = 5.0  # s between `rtf` log events
 STREAM_BUFFER_LIMIT = 64 * 1024  # a client with more unsent bytes skips frames
 REQUEST_TIMEOUT = 5.0
+
+
 def _same_sim_network(car: str, dst: str) -> bool:
     try:
         a, b = ipaddress.IPv4Address(car), ipaddress.IPv4Address(dst)
@@ -110,8 +124,14 @@ class WorldServer:
         self.started_at = 0.0
         self.rtf_total: float | None = None
         self.load_total: float | None = None
+        # camera frames are rendered in a worker process, off this loop
+        self._render = RenderHost(world, log)
         # SITL cars serve their own endpoints, from their own processes
-        self._sitl = SitlHost(world, self.emit, log, clock) if world.firmware == "sitl" else None
+        self._sitl = (
+            SitlHost(world, self.emit, log, clock, render=self._render)
+            if world.firmware == "sitl"
+            else None
+        )
 
     # -- output ------------------------------------------------------------------
 
@@ -138,8 +158,19 @@ class WorldServer:
         finally:
             self._busy += time.perf_counter() - start
 
-    def on_datagram(self, car: int, port: int, data: bytes, src: tuple[str, int]) -> None:
+    def _now(self) -> float:
+        """The clock; physics that would lag it by more than ``MAX_LAG`` is skipped first.
+
+        Whoever moves the world to now (pacing, a datagram, a frame) runs at most
+        ``MAX_LAG`` of physics to catch up, however long this process was kept waiting.
+        """
         now = max(self.clock(), self.world.t)
+        if now - self.world.t_phys > MAX_LAG:
+            self.world.skip_physics(now - MAX_LAG)
+        return now
+
+    def on_datagram(self, car: int, port: int, data: bytes, src: tuple[str, int]) -> None:
+        now = self._now()
         self.emit(self._timed(lambda: self.world.deliver(car, port, data, src, now)))
 
     # -- start and stop ------------------------------------------------------------
@@ -171,10 +202,14 @@ class WorldServer:
 
     async def start(self) -> None:
         try:
+            if self.world.arena.sensing.mode == "camera" or self._sitl is not None:
+                self._render.start()  # it builds its scene while the cars start
             if self._sitl is None:
                 await self._bind_cars()
             else:
                 await self._sitl.start()
+            if self._render.state is State.STARTING:
+                await self._render.wait_ready()  # or frames are rendered here
             key = write_world_key(self.run_dir)  # before the socket: clients wait for that
             self._control = await serve_control(
                 control_path(self.run_dir), "world", key, self.handle_control, KEY_LABEL
@@ -214,6 +249,7 @@ class WorldServer:
         for task in [*self._tasks, *(s.task for s in self._streams.values() if s.task)]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self._render.close()  # after the streams: none renders here meanwhile
         for transport in self._udp.values():
             transport.close()
         servers = [*self._tcp, *([self._control] if self._control else [])]
@@ -240,12 +276,10 @@ class WorldServer:
         world = self.world
         window_start, steps_at_start, busy_at_start = self.clock(), world.physics_steps, 0.0
         while True:
-            now = self.clock()
             if self._sitl is not None:
                 self._sitl.poll()  # their motor outputs up to now, before physics passes them
-            if now - world.t_phys > MAX_LAG:
-                world.skip_physics(now - MAX_LAG)
-            self.emit(self._timed(functools.partial(world.advance_to, max(now, world.t))))
+            now = self._now()
+            self.emit(self._timed(functools.partial(world.advance_to, now)))
             if now - window_start >= RTF_PERIOD:
                 wall = now - window_start
                 stepped = (world.physics_steps - steps_at_start) * world.dt
@@ -307,16 +341,10 @@ class WorldServer:
         period = 1.0 / self.world.arena.camera.fps
         next_at = self.clock()
         while stream.clients:
-            now = self.clock()
-            frame = None
-            start = time.perf_counter()
             try:
-                frame = self.world.capture_frame(car, max(now, self.world.t))
+                frame = await self._frame(car)
             except WorldError:
                 return
-            finally:
-                self._busy += time.perf_counter() - start
-                self.emit(self.world.drain())
             nonce = self.world.cars[car].nonce
             part = (
                 encode_part(frame.jpeg, frame.capture_ms, frame.boot_id, frame.seq)
@@ -337,6 +365,20 @@ class WorldServer:
             next_at = max(next_at + period, self.clock())
             await asyncio.sleep(max(0.0, next_at - self.clock()))
 
+    async def _frame(self, car: int) -> Frame | None:
+        """The car's frame now: its job is taken here, rendered by the worker meanwhile."""
+        start = time.perf_counter()
+        try:
+            job = self.world.frame_job(car, self._now())
+            rendered = self._render.request(job) if isinstance(job, RenderJob) else None
+        finally:
+            self._busy += time.perf_counter() - start
+            self.emit(self.world.drain())
+        if not isinstance(job, RenderJob) or rendered is None:
+            return job if isinstance(job, Frame) else None
+        jpeg = await rendered
+        return self.world.frame_done(job, jpeg) if jpeg is not None else None
+
     # -- control -------------------------------------------------------------------
 
     def handle_control(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -348,6 +390,7 @@ class WorldServer:
             status = world.status()
             status["server"] = {
                 "counters": dict(self.counters),
+                "render": self._render.status(),
                 "streams": {
                     str(car): {
                         "clients": len(s.clients),

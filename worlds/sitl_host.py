@@ -4,7 +4,8 @@ Each car's process (:func:`worlds.sitl.spawn`) binds the car's UDP 4210/4211
 and TCP 8080 itself. Its PCA9685 outputs drive the car's body and its traced
 core calls are logged as the model's would be, both at the car's own time of
 them (at once when the world's timeline has passed it); its frame requests
-are answered with renders of the car's camera, and every ``SENSOR_PERIOD`` it
+are answered with renders of the car's camera (by the render worker, off the
+loop: :mod:`worlds.render_host`), and every ``SENSOR_PERIOD`` it
 gets the car's gyro reading and synthetic observation. A reboot kills the process
 (the power is cut) and starts a new one at the new boot time; a process that
 dies by itself (a panic, a crash) is a reset: the wheels keep their duties
@@ -27,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from protocol.runlog import RunLog
-from worlds.sim import LogEvent, Step, World
+from worlds.render_host import RenderHost
+from worlds.sim import Frame, LogEvent, RenderJob, Step, World
 from worlds.sitl import (
     MAX_PACKET,
     RESET_PANIC,
@@ -86,8 +88,11 @@ class SitlHost:
         log: RunLog,
         clock: Callable[[], float] = time.monotonic,
         binary: Path = SITL_BINARY,
+        *,
+        render: RenderHost | None = None,
     ) -> None:
         self.world, self.emit, self.log, self.clock, self.binary = world, emit, log, clock, binary
+        self.render = render  # renders frames off the loop (None: here, at once)
         self._cars = {car_id: _Car(car_id) for car_id in world.cars}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
@@ -274,14 +279,15 @@ class SitlHost:
     def _on(self, car: _Car, msg: Message) -> None:
         now = max(self.clock(), self.world.t)
         if isinstance(msg, FrameRequest):
-            frame = self.world.capture_frame(car.id, now, on_board=True)
+            job = self.world.frame_job(car.id, now, on_board=True)
             self.emit(self.world.drain())
-            if frame is None:
-                self._send(car, encode_no_frame(msg.id))
+            if isinstance(job, RenderJob) and self.render is not None:
+                rendered = self.render.request(job, keep=True)  # its stream ends without one
+                self._task(self._answer_rendered(car, msg.id, job, rendered))
+            elif isinstance(job, RenderJob):
+                self._answer(car, msg.id, self.world.frame_done(job, self.world.render(job)))
             else:
-                capture_us = self.world.cars[car.id].uptime_us(frame.t)
-                self._send(car, encode_frame(msg.id, capture_us, frame.jpeg))
-                car.frames += 1
+                self._answer(car, msg.id, job)
         elif isinstance(msg, Trace):  # one without a time
             self.emit(self.world.firmware_trace(car.id, msg, now))
         elif isinstance(msg, Bound):
@@ -293,6 +299,33 @@ class SitlHost:
             kind = "serial" if isinstance(msg, SerialLine) else "panic"
             text = msg.line if isinstance(msg, SerialLine) else msg.why
             self.emit(Step(events=[LogEvent(now, kind, {"car": car.id, "line": text})]))
+        self._check_ready(car)
+
+    async def _answer_rendered(
+        self, car: _Car, request: int, job: RenderJob, rendered: asyncio.Future[bytes | None]
+    ) -> None:
+        sock = car.sock
+        jpeg = await rendered
+        if car.sock is not sock:  # the power was cut meanwhile: another process, or none
+            return
+        if jpeg is None:  # the render worker ended: a frame of now, rendered here
+            now = max(self.clock(), self.world.t)
+            again = self.world.frame_job(car.id, now, on_board=True)
+            self.emit(self.world.drain())
+            if isinstance(again, RenderJob):
+                job, jpeg = again, self.world.render(again)
+            else:
+                self._answer(car, request, again)
+                return
+        self._answer(car, request, self.world.frame_done(job, jpeg))
+
+    def _answer(self, car: _Car, request: int, frame: Frame | None) -> None:
+        if frame is None:
+            self._send(car, encode_no_frame(request))
+        else:
+            capture_us = self.world.cars[car.id].uptime_us(frame.t)
+            self._send(car, encode_frame(request, capture_us, frame.jpeg))
+            car.frames += 1
         self._check_ready(car)
 
     def _check_ready(self, car: _Car) -> None:
