@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from agents.core import AgentConfig, AgentCore, OutSnapshot
+from agents.core import AgentConfig, AgentCore, OutSnapshot, Send
 from agents.navigation import Room
 from protocol.swarm import Heartbeat, Message, Mode, Ping, Pong, swarm_id_from_name
 
@@ -22,7 +22,7 @@ def heartbeat(epoch: int, seq: int, t: float) -> Message:
     return Message(SWARM, "hazel", epoch, seq, t, body)
 
 
-def _confirm(core: AgentCore, epoch: int, seq: int, t: float) -> list[object]:
+def _confirm(core: AgentCore, epoch: int, seq: int, t: float) -> list[Send]:
     """Tick so the core PINGs the peer, answer as the peer would; the sends that follow."""
     core.tick(t)
     pings = [s for s in core.take_outputs().sends if isinstance(s.body, Ping)]

@@ -27,8 +27,8 @@ def test_a_failing_tick_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None
         armed = threading.Event()
         real_tick = runtime.node.tick
 
-        def tick(now: float):  # type: ignore[no-untyped-def]
-            decision = real_tick(now)
+        def tick(now: float, *, decide: bool = True):
+            decision = real_tick(now, decide=decide)
             if car.model.armed and any(car.model.wheels):
                 armed.set()
             if armed.is_set():

@@ -59,7 +59,8 @@ def test_every_shipped_arena_site_round_trips() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "where"),
     [
-        ("yaw_deg = 90", "yaw_dg = 90", ":11: tags[0].yaw_dg: unknown key (did you mean 'yaw_deg'?)"),
+        ("yaw_deg = 90", "yaw_dg = 90",
+         ":11: tags[0].yaw_dg: unknown key (did you mean 'yaw_deg'?)"),
         ("[target]", "[targt]", ":20: targt: unknown key (did you mean 'target'?)"),
         ("x = 0.625", "x = 7.0", ":8: tag 0 is outside the room"),
         ("tag_id = 100", "tag_id = 0", ":21: tag id 0 is also a wall tag"),
