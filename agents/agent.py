@@ -19,8 +19,6 @@ object never reads a clock. Its log goes through ``log`` (a RunLog's ``log``).
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +30,7 @@ from agents.navigation import NavDecision
 from agents.node import LogFn, SwarmNode
 from agents.observations import ObservationBatch
 from agents.transport import Direction, TransportFaults
+from protocol.eventqueue import EventQueue
 from protocol.mz01.session import ControllerSession, SessionConfig
 
 Address = tuple[str, int]
@@ -84,8 +83,7 @@ class Agent:
         self.decision: NavDecision | None = None
         self._decided_at = -math.inf
         self._decide_at: float | None = None
-        self._held: list[tuple[float, int, bool, bytes, Address | None]] = []  # delayed copies
-        self._order = itertools.count()
+        self._held: EventQueue[tuple[bool, bytes, Address | None]] = EventQueue()  # delayed
         self._out: list[Outgoing] = []
 
     @property
@@ -144,8 +142,9 @@ class Agent:
         deadlines = [self.next_tick]
         if self._decide_at is not None:
             deadlines.append(self._decide_at)
-        if self._held:
-            deadlines.append(self._held[0][0])
+        held = self._held.next_at()
+        if held is not None:
+            deadlines.append(held)
         session = self.session.get_timer()
         if session is not None:
             deadlines.append(session)
@@ -153,8 +152,7 @@ class Agent:
 
     def handle_timer(self, now: float) -> None:
         """Everything due at ``now``: delayed datagrams, the session, a beat or a decision."""
-        while self._held and self._held[0][0] <= now:
-            _, _, inbound, data, addr = heapq.heappop(self._held)
+        for inbound, data, addr in self._held.due(now):
             if inbound:
                 assert addr is not None
                 self.node.receive_datagram(data, addr, now)
@@ -210,7 +208,7 @@ class Agent:
     # ------------------------------------------------------------------ internals
 
     def _hold(self, at: float, inbound: bool, data: bytes, addr: Address | None) -> None:
-        heapq.heappush(self._held, (at, next(self._order), inbound, data, addr))
+        self._held.push(at, (inbound, data, addr))
 
     def _log_faults(self) -> None:
         for record in self.faults.records():

@@ -19,8 +19,6 @@ agent with a new epoch, as a new process would have. World faults go to the
 from __future__ import annotations
 
 import hashlib
-import heapq
-import itertools
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -33,6 +31,7 @@ from agents.core import AgentConfig, AgentCore
 from agents.faults import ByzantineSpec, LinkFaults
 from agents.node import SwarmNode
 from agents.transport import Direction
+from protocol.eventqueue import EventQueue
 from protocol.mz01.session import COMMAND_PORT
 from protocol.runlog import RunLog, log_path
 from protocol.swarm import swarm_id_from_name
@@ -116,8 +115,7 @@ class Lockstep:
     def __post_init__(self) -> None:
         self.t = self.t0
         self.world = World(self.arena, seed=self.seed, t0=self.t0)
-        self._queue: list[tuple[float, int, str, Any, bytes, Any, int]] = []
-        self._order = itertools.count()
+        self._queue: EventQueue[tuple[str, Any, bytes, Any, int]] = EventQueue()
         self._swarm_id = swarm_id_from_name(self.swarm)
         self._world_log = (
             RunLog(log_path(self.run_dir, "world"), "world", lambda: self.t)
@@ -240,7 +238,7 @@ class Lockstep:
     # ------------------------------------------------------------------ plumbing
 
     def _push(self, at: float, target: str, who: Any, *, data: bytes, src: Any, port: int) -> None:
-        heapq.heappush(self._queue, (at, next(self._order), target, who, data, src, port))
+        self._queue.push(at, (target, who, data, src, port))
 
     def _world_output(self, step: Step) -> None:
         for send in step.sends:
@@ -294,8 +292,7 @@ class Lockstep:
     def step(self) -> None:
         self.t = round(self.t + STEP, 6)
         self._world_output(self.world.advance_to(self.t))
-        while self._queue and self._queue[0][0] <= self.t:
-            _, _, target, who, data, src, port = heapq.heappop(self._queue)
+        for target, who, data, src, port in self._queue.due(self.t):
             self._deliver(target, who, data, src, port)
         for agent in list(self.agents.values()):
             if agent.alive:

@@ -8,11 +8,10 @@ really exercised. Datagrams take ``latency`` seconds each way; a
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from protocol.eventqueue import EventQueue
 from protocol.mz01.firmware import Event, FirmwareModel
 from protocol.mz01.session import COMMAND_PORT, PROBE_PORT, ControllerSession, StateChange
 
@@ -43,15 +42,14 @@ class Bench:
     session_events: list[tuple[Address, StateChange]] = field(default_factory=list)
     wheel_log: list[tuple[float, tuple[float, float]]] = field(default_factory=list)
     sent_log: list[tuple[float, Address, str, bytes]] = field(default_factory=list)
-    _queue: list[tuple[float, int, Callable[[], None]]] = field(default_factory=list)
-    _order: itertools.count[int] = field(default_factory=itertools.count)
+    _queue: EventQueue[Callable[[], None]] = field(default_factory=EventQueue)
     _next_tick: float = 0.0
 
     def add_controller(self, session: ControllerSession, addr: Address = CONTROLLER) -> None:
         self.controllers[addr] = session
 
     def _schedule(self, at: float, action: Callable[[], None]) -> None:
-        heapq.heappush(self._queue, (at, next(self._order), action))
+        self._queue.push(at, action)
 
     def _to_car(self, src: Address, port: int, data: bytes) -> None:
         if self.drop("up", data):
@@ -96,8 +94,7 @@ class Bench:
             self.now = round(self.now + 0.001, 9)
             if step is not None:
                 step(self.now)
-            while self._queue and self._queue[0][0] <= self.now:
-                _, _, action = heapq.heappop(self._queue)
+            for action in self._queue.due(self.now):
                 action()
             if self.now >= self._next_tick - 1e-12:
                 before = self.car.model.wheels

@@ -14,12 +14,11 @@ the destination port, the sender included (as on a real loopback broadcast).
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agents.faults import LinkFaults, LinkModel
+from protocol.eventqueue import EventQueue
 
 Address = tuple[str, int]
 BROADCAST = "127.255.255.255"
@@ -67,8 +66,7 @@ class FakeNetwork:
 
     def __init__(self, route_packet: RoutePacket = perfect_link) -> None:
         self.route_packet = route_packet
-        self._queue: list[tuple[float, int, Delivery]] = []
-        self._order = itertools.count()
+        self._queue: EventQueue[Delivery] = EventQueue()
         self._inboxes: dict[Address, list[tuple[bytes, Address, float]]] = {}
         self.sent = 0
         self.delivered = 0
@@ -87,16 +85,15 @@ class FakeNetwork:
             for copy in self.route_packet(src, target, data):
                 delay, payload = copy if isinstance(copy, tuple) else (copy, data)
                 d = Delivery(now + delay, src, target, payload)
-                heapq.heappush(self._queue, (d.at, next(self._order), d))
+                self._queue.push(d.at, d)
 
     def next_delivery_at(self) -> float | None:
-        return self._queue[0][0] if self._queue else None
+        return self._queue.next_at()
 
     def run_until(self, now: float) -> list[Delivery]:
         """Deliver everything due by ``now`` into the inboxes; return it in order."""
         out: list[Delivery] = []
-        while self._queue and self._queue[0][0] <= now:
-            _, _, d = heapq.heappop(self._queue)
+        for d in self._queue.due(now):
             inbox = self._inboxes.get(d.dst)
             if inbox is None:
                 continue  # nobody bound there: lost, as on a real network
