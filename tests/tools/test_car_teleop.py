@@ -99,6 +99,17 @@ def moved(car: ModelCar, wheels: tuple[float, float]) -> Callable[[], bool]:
     return lambda: any(w == pytest.approx(wheels) for _, w in car.wheel_log)
 
 
+def hold(ui: PtyCommand, key: bytes, condition: Callable[[], bool], what: str) -> None:
+    """Hold ``key`` down (auto-repeat every 0.1 s) until ``condition``: one press drives for
+    --hold s only, and on a busy machine arming the car through the gesture can take longer."""
+    end = time.monotonic() + DEADLINE
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}:\n{ui.text[-2000:]}")
+        ui.type(key)
+        time.sleep(0.1)
+
+
 def reboot(car: ModelCar, nonce: int) -> None:
     """The car restarts: a fresh firmware state, a new boot nonce, uptime from zero."""
     with car.lock:
@@ -126,8 +137,8 @@ def test_keys_drive_stop_estop_reset_and_quit(model_car: ModelCar) -> None:
         assert model_car.model.reason == "stop"
         ui.wait_text("no key for 1 s: stopped")
 
-        ui.type(b"\x1b[C")  # right arrow: re-arms through the gesture, turns in place
-        until(moved(model_car, (0.5, -0.5)), what="turn right")
+        # right arrow: re-arms through the gesture, turns in place
+        hold(ui, b"\x1b[C", moved(model_car, (0.5, -0.5)), "turn right")
         ui.type(b" ")
         until(lambda: not model_car.model.armed and model_car.model.reason == "stop")
         ui.wait_text("STOP sent")
@@ -143,8 +154,7 @@ def test_keys_drive_stop_estop_reset_and_quit(model_car: ModelCar) -> None:
         until(lambda: not model_car.model.estop, what="e-stop reset")
         ui.wait_text("e-stop clear")
 
-        ui.type(b"a")  # drive again, then quit while the wheels turn
-        until(moved(model_car, (-0.5, 0.5)), what="turn left")
+        hold(ui, b"a", moved(model_car, (-0.5, 0.5)), "turn left")  # then quit while turning
         ui.type(b"q")
         assert ui.wait_exit() == 0
         assert model_car.model.wheels == (0.0, 0.0) and not model_car.model.armed
