@@ -3,16 +3,11 @@
 Pure geometry and noise; line of sight is asked of a ``RayCaster`` (in the
 world, PyBullet's ``rayTestBatch``) so this module needs no simulator.
 
-The ``sim`` telemetry object (contract with the agent, see ``ARENA.md``)::
-
-    {"obs_ms": <car uptime ms at capture>,
-     "tags": [[id, range_m, bearing_rad], ...],
-     "target": [tag_id, range_m, bearing_rad] or null,
-     "sigma": [range_std_m, bearing_std_rad]}
-
-Range is the horizontal distance from the camera's optical centre to the
-tag centre (the target: the axis of its column); bearing is measured in the
-car frame, counter-clockwise positive from the forward axis.
+An observation travels as the telemetry's ``sim`` object,
+:class:`protocol.mz01.simobs.SimObservation` (its contract: MZ01.md). Range is
+the horizontal distance from the camera's optical centre to the tag centre
+(the target: the axis of its column); bearing is measured in the car frame,
+counter-clockwise positive from the forward axis.
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from protocol.mz01 import simobs
 from worlds.arena import Sensing
 
 Point3 = tuple[float, float, float]
@@ -116,12 +112,12 @@ def visible(
     return [s for (mark, s), hit in zip(chosen, hits, strict=True) if hit in (-1, mark.body)]
 
 
-def _noisy(s: Sighting, sensing: Sensing, rng: np.random.Generator) -> list[float]:
+def _noisy(s: Sighting, sensing: Sensing, rng: np.random.Generator) -> simobs.Sighting:
     r = s.range + (float(rng.normal(0.0, sensing.range_noise)) if sensing.range_noise else 0.0)
     b = s.bearing + (
         float(rng.normal(0.0, sensing.bearing_noise)) if sensing.bearing_noise else 0.0
     )
-    return [s.tag_id, round(max(r, 0.0), 5), round(wrap_angle(b), 5)]
+    return s.tag_id, round(max(r, 0.0), 5), round(wrap_angle(b), 5)
 
 
 def observation(
@@ -139,11 +135,8 @@ def observation(
     marks = [*tags, target] if target is not None else list(tags)
     seen = visible(eye, yaw, marks, sensing, cast)
     target_id = target.tag_id if target is not None else None
-    wall = [_noisy(s, sensing, rng) for s in seen if s.tag_id != target_id]
+    wall = tuple(_noisy(s, sensing, rng) for s in seen if s.tag_id != target_id)
     hit = [_noisy(s, sensing, rng) for s in seen if s.tag_id == target_id]
-    return {
-        "obs_ms": obs_ms,
-        "tags": wall,
-        "target": hit[0] if hit else None,
-        "sigma": [sensing.range_noise, sensing.bearing_noise],
-    }
+    return simobs.SimObservation(
+        obs_ms, wall, hit[0] if hit else None, sensing.range_noise, sensing.bearing_noise
+    ).to_json()

@@ -14,12 +14,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from agents.observations import ObservationBatch
-from agents.sim_obs import SimObsError, parse_sim, to_batch
+from agents.observations import ObservationBatch, ObservationError, TagSighting
 from protocol.errors import RejectCounters
 from protocol.mz01.session import ControllerSession, SessionState
+from protocol.mz01.simobs import Sighting, SimObsError, SimObservation, parse_sim
 from protocol.mz01.telemetry import Telemetry
 
 
@@ -30,6 +31,36 @@ class CarUpdate:
     duty: tuple[float, float]
     gyro_z: float | None
     batch: ObservationBatch | None
+
+
+def to_batch(
+    obs: SimObservation,
+    received_at: float,
+    car_to_local: Callable[[float], float] | None,
+) -> ObservationBatch:
+    """A simulated observation as a batch stamped on the local clock.
+
+    ``car_to_local`` maps car uptime (s) to local time; ``None`` while the car's
+    clock is unsynchronised, and the batch falls back to its receipt time,
+    flagged ``synchronized=False``.
+    """
+
+    def sighting(s: Sighting) -> TagSighting:
+        return TagSighting(s[0], s[1], s[2], obs.sigma_range, obs.sigma_bearing)
+
+    if car_to_local is None:
+        t, synced = received_at, False
+    else:
+        t, synced = car_to_local(obs.obs_ms / 1000.0), True
+    try:
+        return ObservationBatch(
+            t_capture=t,
+            synchronized=synced,
+            tags=tuple(sighting(s) for s in obs.tags),
+            target=None if obs.target is None else sighting(obs.target),
+        )
+    except ObservationError as exc:
+        raise SimObsError(exc.reason, str(exc)) from None
 
 
 class CarAdapter:

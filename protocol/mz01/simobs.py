@@ -1,20 +1,23 @@
-"""Synthetic observations carried in simulated telemetry's ``sim`` object.
+"""The ``sim`` object of simulated telemetry: one synthetic observation (MZ01.md, "sim").
 
-The contract is in ``worlds/ARENA.md`` ("Synthetic observations"). This is a
-decoder: anything malformed raises :class:`SimObsError` with a named reason.
+The world writes it (:meth:`SimObservation.to_json`) into every telemetry
+object of a car in ``synthetic`` mode; the agent reads it back
+(:func:`parse_sim`), and anything malformed raises :class:`SimObsError` with
+a named reason. A sighting is ``(tag id, range m, bearing rad)``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.observations import ObservationBatch, ObservationError, TagSighting
 from protocol.errors import ProtocolError
 
 MAX_SIGHTINGS = 64
+
+Sighting = tuple[int, float, float]
 
 
 class SimObsError(ProtocolError):
@@ -23,11 +26,22 @@ class SimObsError(ProtocolError):
 
 @dataclass(frozen=True)
 class SimObservation:
+    """One observation: the car's uptime at capture, the wall tags, the target, the noise."""
+
     obs_ms: int
-    tags: tuple[tuple[int, float, float], ...]
-    target: tuple[int, float, float] | None
+    tags: tuple[Sighting, ...]
+    target: Sighting | None
     sigma_range: float
     sigma_bearing: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The object as it travels in the telemetry (sightings as ``[id, range, bearing]``)."""
+        return {
+            "obs_ms": self.obs_ms,
+            "tags": [list(s) for s in self.tags],
+            "target": list(self.target) if self.target is not None else None,
+            "sigma": [self.sigma_range, self.sigma_bearing],
+        }
 
 
 def _number(value: Any, what: str) -> float:
@@ -39,7 +53,7 @@ def _number(value: Any, what: str) -> float:
     return f
 
 
-def _sighting(raw: Any, what: str) -> tuple[int, float, float]:
+def _sighting(raw: Any, what: str) -> Sighting:
     if not isinstance(raw, list) or len(raw) != 3:
         raise SimObsError("bad_shape", f"{what} must be [id, range, bearing]")
     tag_id = raw[0]
@@ -69,33 +83,3 @@ def parse_sim(sim: Mapping[str, Any]) -> SimObservation:
     if s_range <= 0 or s_bearing <= 0:
         raise SimObsError("out_of_range", "sigmas must be > 0")
     return SimObservation(obs_ms, tags, target, s_range, s_bearing)
-
-
-def to_batch(
-    obs: SimObservation,
-    received_at: float,
-    car_to_local: Callable[[float], float] | None,
-) -> ObservationBatch:
-    """The observation as a batch stamped on the local clock.
-
-    ``car_to_local`` maps car uptime (s) to local time; ``None`` while the car's
-    clock is unsynchronised, and the batch falls back to its receipt time,
-    flagged ``synchronized=False``.
-    """
-
-    def sighting(s: tuple[int, float, float]) -> TagSighting:
-        return TagSighting(s[0], s[1], s[2], obs.sigma_range, obs.sigma_bearing)
-
-    if car_to_local is None:
-        t, synced = received_at, False
-    else:
-        t, synced = car_to_local(obs.obs_ms / 1000.0), True
-    try:
-        return ObservationBatch(
-            t_capture=t,
-            synchronized=synced,
-            tags=tuple(sighting(s) for s in obs.tags),
-            target=None if obs.target is None else sighting(obs.target),
-        )
-    except ObservationError as exc:
-        raise SimObsError(exc.reason, str(exc)) from None
