@@ -162,6 +162,11 @@ class Table:
     def file(self) -> str:
         return self.source.file
 
+    @property
+    def line(self) -> int:
+        """This table's line (its header's), 0 when unknown."""
+        return self.source.line(self.path)
+
     def raw(self, key: str) -> Any:
         """The value as parsed (None when absent); the key counts as known."""
         self.asked.add(key)
@@ -314,7 +319,7 @@ class Table:
         if value is None:
             return
         if not isinstance(value, list):
-            raise self.fail(key, "must be an array of tables ([[...]])")
+            raise self.fail(key, f"must be an array of tables ([[{key}]])")
         for i, item in enumerate(value):
             yield Table(self.source, (*self.path, key, i), item)
 
@@ -323,7 +328,8 @@ class Table:
         allowed = tuple(allowed)
         for key in self.data:
             if key not in allowed:
-                raise self.fail(key, f"unknown key{did_you_mean(key, allowed)}")
+                hint = did_you_mean(key, allowed) or f" (expected one of {', '.join(allowed)})"
+                raise self.fail(key, f"unknown key{hint}")
 
     def done(self) -> None:
         """Refuse every key no getter asked for: a typo must not fall back to a default."""

@@ -1,8 +1,9 @@
 """Scenario files: an arena, its agents, a duration, a seed and a timed fault schedule (TOML).
 
-:func:`load_scenario` reads and validates a file into a frozen :class:`Scenario`;
-every problem is a :class:`ScenarioError` naming the file, the line and the
-reason. The format is documented in ``tools/SCENARIO.md``.
+:func:`load_scenario` reads and validates a file into a frozen :class:`Scenario`
+through the project's one TOML reader (:class:`protocol.tomlfile.Table`);
+every problem is a :class:`~protocol.tomlfile.FileError` naming the file, the
+line and the reason. The format is documented in ``tools/SCENARIO.md``.
 
 :func:`timeline` turns the schedule into concrete, timed operations
 (:class:`SetLink`, :class:`SetByzantine`, :class:`Kill`, :class:`Restart`,
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -34,13 +34,12 @@ from agents.faults import (
     parse_faults,
 )
 from agents.transport import Direction
-from protocol.tomlfile import line_index
+from protocol.tomlfile import FileError, PathKey, Table, parse
 from worlds.arena import ARENA_DIR, Arena, ArenaError, load_arena
 
 if TYPE_CHECKING:
     from agents.core import AgentConfig
 
-PathKey = tuple[str | int, ...]
 MAX_DURATION = 3600.0
 FUSIONS = ("ci", "naive", "max_confidence", "none")  # AgentConfig.fusion; checked by a test
 TOP_KEYS = ("name", "arena", "duration", "seed", "fusion", "use_reputation", "agents", "schedule")
@@ -52,14 +51,7 @@ CLEAR = "clear"
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 
 
-class ScenarioError(ValueError):
-    """A scenario file was refused: ``file``, ``line`` (0 when unknown) and ``reason``."""
-
-    def __init__(self, file: str, line: int, reason: str) -> None:
-        self.file = file
-        self.line = line
-        self.reason = reason
-        super().__init__(f"{file}:{line}: {reason}" if line else f"{file}: {reason}")
+ScenarioError = FileError  # the one error of the project's files
 
 
 # ---------------------------------------------------------------- the model
@@ -350,76 +342,6 @@ def timeline(scenario: Scenario) -> list[TimedOp]:
 # ---------------------------------------------------------------- reading
 
 
-class _Reader:
-    """Typed getters on one table that fail with the line of the key."""
-
-    def __init__(self, source: str, index: dict[PathKey, int], path: PathKey, data: object):
-        self.source = source
-        self.index = index
-        self.path = path
-        if not isinstance(data, dict):
-            raise self.fail_at(path, f"{_dotted(path) or 'the file'} must be a table")
-        self.data: dict[str, Any] = data
-
-    def line(self, path: PathKey) -> int:
-        while path:
-            if path in self.index:
-                return self.index[path]
-            path = path[:-1]
-        return 0
-
-    def fail_at(self, path: PathKey, reason: str) -> ScenarioError:
-        return ScenarioError(self.source, self.line(path), reason)
-
-    def fail(self, key: str, reason: str) -> ScenarioError:
-        return self.fail_at((*self.path, key), f"{_dotted((*self.path, key))}: {reason}")
-
-    @property
-    def here(self) -> int:
-        return self.line(self.path)
-
-    def only(self, allowed: Sequence[str]) -> None:
-        for key in self.data:
-            if key not in allowed:
-                raise self.fail(key, f"unknown key (expected one of {', '.join(allowed)})")
-
-    def number(self, key: str, default: float | None, low: float, high: float) -> float:
-        value = self.data.get(key)
-        if value is None:
-            if default is None:
-                raise self.fail(key, "is required")
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, f"must be a number, got {type(value).__name__}")
-        v = float(value)
-        if not (math.isfinite(v) and low <= v <= high):
-            raise self.fail(key, f"{v:g} is outside [{low:g}, {high:g}]")
-        return v
-
-    def string(self, key: str, default: str | None = None) -> str:
-        value = self.data.get(key)
-        if value is None:
-            if default is None:
-                raise self.fail(key, "is required")
-            return default
-        if not isinstance(value, str):
-            raise self.fail(key, f"must be a string, got {type(value).__name__}")
-        return value
-
-    def boolean(self, key: str, default: bool) -> bool:
-        value = self.data.get(key, default)
-        if not isinstance(value, bool):
-            raise self.fail(key, f"must be true or false, got {type(value).__name__}")
-        return value
-
-
-def _dotted(path: PathKey) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
-    return out
-
-
 def _check_seed(seed: int) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         raise ValueError(f"seed must be an integer in [0, 2^32), got {seed!r}")
@@ -434,7 +356,7 @@ def _arena_path(ref: str, base: Path) -> Path | None:
     return found.resolve() if found is not None else None
 
 
-def _fusion(r: _Reader, default: str) -> str:
+def _fusion(r: Table, default: str) -> str:
     fusion = r.string("fusion", default)
     if fusion not in FUSIONS:
         raise r.fail("fusion", f"{fusion!r} is not one of {', '.join(FUSIONS)}")
@@ -450,25 +372,26 @@ def _setting_text(value: object) -> str | None:
 
 
 def _agents(
-    top: _Reader, arena: Arena, fusion: str, reputation: bool
+    top: Table, arena: Arena, fusion: str, reputation: bool
 ) -> tuple[AgentSetup, ...]:
-    raw = top.data.get("agents")
+    raw = top.raw("agents")
     cars = [c.name for c in arena.cars]
+    listed = top.source.line(("agents",))
     if raw is None:
-        return tuple(AgentSetup(n, fusion, reputation, (), top.line(("agents",))) for n in cars)
+        return tuple(AgentSetup(n, fusion, reputation, (), listed) for n in cars)
     if not isinstance(raw, list) or not raw:
         raise top.fail("agents", "must be a non-empty list of names or [[agents]] tables")
     out: list[AgentSetup] = []
     for i, item in enumerate(raw):
         path: PathKey = ("agents", i)
         if isinstance(item, str):
-            setup = AgentSetup(item, fusion, reputation, (), top.line(("agents",)))
+            setup = AgentSetup(item, fusion, reputation, (), listed)
             where: PathKey = ("agents",)
         else:
-            r = _Reader(top.source, top.index, path, item)
+            r = Table(top.source, path, item)
             r.only(AGENT_KEYS)
             sets: list[tuple[str, str]] = []
-            table = r.data.get("set", {})
+            table = r.raw("set") or {}
             if not isinstance(table, dict):
                 raise r.fail("set", 'must be a table of dotted settings, e.g. "grid.q_drift" = 0.1')
             for key, value in table.items():
@@ -478,16 +401,16 @@ def _agents(
                 sets.append((str(key), text))
             setup = AgentSetup(
                 r.string("name"), _fusion(r, fusion), r.boolean("use_reputation", reputation),
-                tuple(sets), r.here,
+                tuple(sets), r.line,
             )
             where = (*path, "name")
         if setup.name not in cars:
-            raise top.fail_at(
+            raise top.source.fail(
                 where, f"agent {setup.name!r} has no car in arena {arena.name} "
                 f"(cars: {', '.join(cars)})",
             )
         if any(a.name == setup.name for a in out):
-            raise top.fail_at(where, f"agent {setup.name!r} is listed twice")
+            raise top.source.fail(where, f"agent {setup.name!r} is listed twice")
         out.append(setup)
     return tuple(out)
 
@@ -511,8 +434,8 @@ def _names_in(groups: Iterable[Iterable[str]], agents: Sequence[str]) -> str | N
     return None
 
 
-def _partition(r: _Reader, agents: Sequence[str]) -> tuple[tuple[str, ...], ...]:
-    value = r.data["partition"]
+def _partition(r: Table, agents: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    value = r.raw("partition")
     if value == CLEAR:
         return ()
     try:
@@ -530,8 +453,8 @@ def _partition(r: _Reader, agents: Sequence[str]) -> tuple[tuple[str, ...], ...]
     return spec.partition
 
 
-def _faults(r: _Reader, agents: Sequence[str]) -> LinkFaults:
-    value = r.data["faults"]
+def _faults(r: Table, agents: Sequence[str]) -> LinkFaults:
+    value = r.raw("faults")
     try:
         if isinstance(value, str):
             spec = parse_faults(value)
@@ -547,8 +470,8 @@ def _faults(r: _Reader, agents: Sequence[str]) -> LinkFaults:
     return spec
 
 
-def _byzantine(r: _Reader) -> ByzantineSpec:
-    value = r.data["byzantine"]
+def _byzantine(r: Table) -> ByzantineSpec:
+    value = r.raw("byzantine")
     try:
         if isinstance(value, str):
             return parse_byzantine(value)
@@ -559,17 +482,17 @@ def _byzantine(r: _Reader) -> ByzantineSpec:
     raise r.fail("byzantine", "must be a table {bias = [2, 0]} or a string")
 
 
-def _world(r: _Reader, arena: Arena) -> WorldAction:
-    value = r.data["world"]
+def _world(r: Table, arena: Arena) -> WorldAction:
+    value = r.raw("world")
     if not isinstance(value, dict) or len(value) != 1:
         raise r.fail("world", f"must be a table with one of {', '.join(WORLD_FAULTS)}")
     ((kind, args),) = value.items()
     if kind not in WORLD_FAULTS:
         raise r.fail("world", f"unknown world fault {kind!r} (one of {', '.join(WORLD_FAULTS)})")
-    w = _Reader(r.source, r.index, (*r.path, "world"), args)
+    w = Table(r.source, (*r.path, "world"), args)
     seconds_key = WORLD_FAULTS[kind]
     w.only(("car", seconds_key))
-    car = w.data.get("car")
+    car = w.raw("car")
     if isinstance(car, bool) or not isinstance(car, int | str):
         raise r.fail("world", f"{kind} needs car = an id or a name")
     try:
@@ -579,24 +502,24 @@ def _world(r: _Reader, arena: Arena) -> WorldAction:
     default = 0.0 if kind == "reboot" else None
     try:
         seconds = w.number(seconds_key, default, 0.0, MAX_DURATION)
-    except ScenarioError as exc:
+    except FileError as exc:
         raise r.fail("world", f"{kind}: {exc.reason}") from None
     return WorldAction(kind, car, seconds)
 
 
-def _action(r: _Reader, scenario_duration: float, agents: Sequence[str], arena: Arena) -> Action:
+def _action(r: Table, scenario_duration: float, agents: Sequence[str], arena: Arena) -> Action:
     r.only(("at", "agent", "direction", "duration", *ACTIONS))
-    present = [k for k in ACTIONS if k in r.data]
+    present = [k for k in ACTIONS if r.has(k)]
     if len(present) != 1:
         what = ", ".join(present) if present else "none"
-        raise r.fail_at(r.path, f"a schedule entry needs exactly one of {', '.join(ACTIONS)} "
+        raise r.source.fail(r.path, f"a schedule entry needs exactly one of {', '.join(ACTIONS)} "
                         f"(found: {what})")
     kind = ActionKind(present[0])
     at = r.number("at", None, 0.0, math.inf)
     if at >= scenario_duration:
         raise r.fail("at", f"{at:g} s is not before the end of the run ({scenario_duration:g} s)")
     duration = None
-    if "duration" in r.data:
+    if r.has("duration"):
         if kind not in (ActionKind.FAULTS, ActionKind.BYZANTINE, ActionKind.PARTITION,
                         ActionKind.KILL):
             raise r.fail("duration", f"a {kind.value} action cannot last (faults, byzantine, "
@@ -605,10 +528,10 @@ def _action(r: _Reader, scenario_duration: float, agents: Sequence[str], arena: 
         if at + duration > scenario_duration:
             raise r.fail("duration", f"it ends at {at + duration:g} s, after the run "
                          f"({scenario_duration:g} s)")
-    if "direction" in r.data and kind is not ActionKind.FAULTS:
+    if r.has("direction") and kind is not ActionKind.FAULTS:
         raise r.fail("direction", "only a faults action has a direction")
     direction = Direction.BOTH
-    if "direction" in r.data:
+    if r.has("direction"):
         text = r.string("direction")
         try:
             direction = Direction(text)
@@ -616,10 +539,10 @@ def _action(r: _Reader, scenario_duration: float, agents: Sequence[str], arena: 
             raise r.fail("direction", f"{text!r} is not in, out or both") from None
     names: tuple[str, ...] = ()
     wants_agent = kind not in (ActionKind.WORLD, ActionKind.PARTITION)
-    if "agent" in r.data and not wants_agent:
+    if r.has("agent") and not wants_agent:
         raise r.fail("agent", f"a {kind.value} action names no agent")
     if wants_agent:
-        value = r.data.get("agent")
+        value = r.raw("agent")
         if value is None:
             raise r.fail("agent", f"is required for a {kind.value} action")
         names = (value,) if isinstance(value, str) else tuple(value) if isinstance(
@@ -636,13 +559,13 @@ def _action(r: _Reader, scenario_duration: float, agents: Sequence[str], arena: 
                               f"({', '.join(agents)})")
         if len(set(names)) != len(names):
             raise r.fail("agent", "an agent is named twice")
-    base = Action(at, kind, names, direction=direction, duration=duration, line=r.here)
+    base = Action(at, kind, names, direction=direction, duration=duration, line=r.line)
     if kind is ActionKind.FAULTS:
         return replace(base, faults=_faults(r, agents))
     if kind is ActionKind.BYZANTINE:
         return replace(base, byzantine=_byzantine(r))
     if kind in (ActionKind.CLEAR, ActionKind.KILL, ActionKind.RESTART):
-        if r.data[kind.value] is not True:
+        if r.raw(kind.value) is not True:
             raise r.fail(kind.value, "must be true")
         return base
     if kind is ActionKind.WORLD:
@@ -655,15 +578,7 @@ def _action(r: _Reader, scenario_duration: float, agents: Sequence[str], arena: 
 
 def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None = None) -> Scenario:
     """Validate TOML text; ``source`` names it in errors, ``base_dir`` anchors arena paths."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        match = re.search(r"at line (\d+)", str(exc))
-        reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        raise ScenarioError(source, int(match.group(1)) if match else 0,
-                            f"TOML syntax: {reason}") from None
-    index = line_index(text)
-    top = _Reader(source, index, (), data)
+    top = parse(text, source, base_dir)
     top.only(TOP_KEYS)
     name = top.string("name", Path(source).stem or "scenario")
     if not _NAME.match(name):
@@ -679,7 +594,7 @@ def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None 
     if arena.target is None:
         raise top.fail("arena", f"arena {arena.name} has no target to track")
     duration = top.number("duration", None, 1e-3, MAX_DURATION)
-    seed_value = top.data.get("seed", arena.seed)
+    seed_value = top.raw("seed") if top.has("seed") else arena.seed
     try:
         seed = _check_seed(seed_value)
     except ValueError as exc:
@@ -688,13 +603,7 @@ def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None 
     reputation = top.boolean("use_reputation", True)
     agents = _agents(top, arena, fusion, reputation)
     names = [a.name for a in agents]
-    raw_schedule = top.data.get("schedule", [])
-    if not isinstance(raw_schedule, list):
-        raise top.fail("schedule", "must be an array of tables ([[schedule]])")
-    schedule = tuple(
-        _action(_Reader(source, index, ("schedule", i), item), duration, names, arena)
-        for i, item in enumerate(raw_schedule)
-    )
+    schedule = tuple(_action(entry, duration, names, arena) for entry in top.tables("schedule"))
     scenario = Scenario(name, source, text, arena, ref, duration, seed, agents, schedule)
     _check_config(scenario)
     timeline(scenario)
