@@ -8,7 +8,8 @@ import struct
 import pytest
 
 from protocol.mz01 import FirmwareModel, Outgoing, Reason, parse_telemetry
-from protocol.mz01.vectors import (
+from tools.vectors.mz01 import scenarios
+from tools.vectors.mz01_format import (
     JSON_PATH,
     TXT_PATH,
     Health,
@@ -22,7 +23,6 @@ from protocol.mz01.vectors import (
     load_txt,
     render_json,
     render_txt,
-    scenarios,
 )
 
 COMMITTED_JSON = JSON_PATH.read_text(encoding="utf-8")

@@ -24,9 +24,9 @@ from protocol.swarm.cells import _convert, _convert_plain, _plain, split_cells
 from protocol.swarm.chunking import patch_capacity, patch_messages
 from protocol.swarm.codec import decode_payload, pack, payload_of, seal, to_wire
 from protocol.swarm.errors import FieldError
-from protocol.swarm.vectors import KEY, SWARM_ID, valid_messages
 from tests.protocol.test_swarm_codec import bodies, name, u32
 from tests.protocol.test_swarm_fuzz import mutated_payloads, mutated_wires
+from tools.vectors.swarm import KEY, SWARM_ID, valid_messages
 
 # --- cells: bit patterns against float16 arithmetic ------------------------------------------
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from protocol.swarm import Message, SwarmDecodeError, SwarmReceiver, decode_datagram
 from protocol.swarm.codec import pack, seal, to_wire
-from protocol.swarm.vectors import KEY, SWARM_ID, valid_messages
+from tools.vectors.swarm import KEY, SWARM_ID, valid_messages
 
 PAYLOADS = [pack(to_wire(m)) for _, _, m in valid_messages()]
 WIRES = [to_wire(m) for _, _, m in valid_messages()]

@@ -9,7 +9,7 @@ import pytest
 from protocol.swarm import Kind, RejectReason, SwarmDecodeError, SwarmReceiver, encode
 from protocol.swarm.jsonform import message_from_json, message_to_json
 from protocol.swarm.limits import ClaimLimits, Implausible, judge
-from protocol.swarm.vectors import VECTORS_PATH, build_vectors, main, render
+from tools.vectors.swarm import VECTORS_PATH, build_vectors, main, render
 
 VECTORS = json.loads(VECTORS_PATH.read_text(encoding="utf-8"))
 

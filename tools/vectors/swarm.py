@@ -1,4 +1,4 @@
-"""Golden vectors for the swarm format: ``python -m protocol.swarm.vectors [--check]``.
+"""Golden vectors for the swarm format: ``python -m tools.vectors.swarm [--check]``.
 
 Writes ``protocol/vectors/swarm_vectors.json`` from hand-built messages (fixed key,
 fixed contents): valid datagrams with their decoded content, and invalid datagrams
@@ -41,7 +41,7 @@ from protocol.swarm.messages import (
     swarm_id_from_name,
 )
 
-VECTORS_PATH = Path(__file__).resolve().parents[1] / "vectors" / "swarm_vectors.json"
+VECTORS_PATH = Path(__file__).resolve().parents[2] / "protocol" / "vectors" / "swarm_vectors.json"
 KEY = bytes.fromhex("5354494701" + "00" * 11 + "0123456789abcdeffedcba9876543210")
 OTHER_KEY = bytes(32)
 SWARM_NAME = "stigmesh-golden"

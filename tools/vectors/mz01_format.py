@@ -1,20 +1,17 @@
-"""MZ01 golden vectors: the data model, the JSON and text formats, and the writer.
+"""MZ01 golden vectors: the data model and the JSON and text formats (MZ01.md).
 
-The scenarios themselves are in :mod:`protocol.mz01.vector_scenarios`, with
-every expected outcome written by hand from MZ01.md (nothing here runs the
-firmware model). Every step checks the whole car state and the telemetry it
-sent. ``python -m protocol.mz01.vectors`` writes
-``protocol/vectors/mz01_vectors.json`` (canonical) and ``mz01_vectors.txt``
-(the line format of MZ01.md); ``--check`` only compares them with what it
-would write.
+The scenarios are in :mod:`tools.vectors.mz01_scenarios` and
+:mod:`tools.vectors.mz01_scenarios_stop`, every expected outcome written by
+hand from MZ01.md (nothing here runs the firmware model); every step checks
+the whole car state and the telemetry it sent. :mod:`tools.vectors.mz01`
+writes them to ``protocol/vectors/``; the tests read them back with
+:func:`load_json` and :func:`load_txt`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import struct
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +20,7 @@ from typing import Any
 Address = tuple[str, int]
 
 FORMAT = "mz01-vectors/2"
-VECTOR_DIR = Path(__file__).resolve().parent.parent / "vectors"
+VECTOR_DIR = Path(__file__).resolve().parents[2] / "protocol" / "vectors"
 JSON_PATH = VECTOR_DIR / "mz01_vectors.json"
 TXT_PATH = VECTOR_DIR / "mz01_vectors.txt"
 
@@ -105,13 +102,6 @@ class Scenario:
     doc: str
     boot: Boot
     steps: tuple[Step, ...]
-
-
-def scenarios() -> tuple[Scenario, ...]:
-    """Every scenario, in file order."""
-    from protocol.mz01.vector_scenarios import all_scenarios
-
-    return all_scenarios()
 
 
 # -- JSON -----------------------------------------------------------------------
@@ -290,7 +280,7 @@ def _step_to_txt(step: Step) -> str:
 def render_txt(items: Sequence[Scenario]) -> str:
     """The line format of MZ01.md, "Golden vectors"."""
     lines = [
-        "# MZ01 golden vectors, written by `python -m protocol.mz01.vectors`; do not edit.",
+        "# MZ01 golden vectors, written by `python -m tools.vectors.mz01`; do not edit.",
         "# The same content as mz01_vectors.json; the format is in protocol/MZ01.md.",
     ]
     for sc in items:
@@ -383,27 +373,3 @@ def load_txt(text: str) -> tuple[Scenario, ...]:
             raise ValueError(f"unknown record {op!r}")
     return tuple(out)
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare, do not write")
-    args = parser.parse_args(argv)
-    items = scenarios()
-    outputs = {JSON_PATH: render_json(items), TXT_PATH: render_txt(items)}
-    if args.check:
-        stale = [p for p, text in outputs.items() if not p.exists() or p.read_text() != text]
-        for path in stale:
-            print(f"out of date: {path}", file=sys.stderr)
-        return 1 if stale else 0
-    VECTOR_DIR.mkdir(parents=True, exist_ok=True)
-    for path, text in outputs.items():
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    # Run main() of the imported module, whose classes the scenarios use (not __main__'s).
-    from protocol.mz01.vectors import main as _main
-
-    sys.exit(_main())

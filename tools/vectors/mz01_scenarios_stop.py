@@ -1,6 +1,6 @@
 """MZ01 golden scenarios, part two: STOP and ESTOP, the watchdog, health, disarm telemetry.
 
-Written by hand from MZ01.md like part one (:mod:`protocol.mz01.vector_scenarios`,
+Written by hand from MZ01.md like part one (:mod:`tools.vectors.mz01_scenarios`,
 which holds the builder and says how to read these).
 """
 
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.mz01.vector_scenarios import (
+from tools.vectors.mz01_format import Boot, Probe, Scenario
+from tools.vectors.mz01_scenarios import (
     ABOVE_ONE,
     DRIVE,
     ESTOP,
@@ -34,7 +35,6 @@ from protocol.mz01.vector_scenarios import (
     pkt,
     wheel_bits,
 )
-from protocol.mz01.vectors import Boot, Probe, Scenario
 
 
 def _stop_estop() -> Scenario:
