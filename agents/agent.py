@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from agents.carlink.adapter import CarAdapter
+from agents.carlink import CarAdapter
 from agents.core import AgentConfig, AgentCore
 from agents.faults import ByzantineSpec, LinkFaults
 from agents.navigation import NavDecision

@@ -4,7 +4,7 @@ It decodes swarm datagrams (counting every rejection by reason), feeds the
 core, encodes what the core sends, and writes every core input to the run log
 with full precision, so that :func:`replay_inputs` can re-run the core on a
 recorded log and reproduce its belief bit for bit. Sockets, threads and
-timers live in :mod:`agents.runtime` (real time) and the lockstep runner
+timers live in :mod:`agents.drivers.runtime` (real time) and the lockstep runner
 (virtual time); both drive this same object.
 """
 

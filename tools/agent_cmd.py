@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agents.net import InterfaceError, resolve_interface
-from agents.runtime import (
+from agents.drivers.net import InterfaceError, resolve_interface
+from agents.drivers.runtime import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,

@@ -29,7 +29,7 @@ import cv2
 import numpy as np
 import pybullet as p
 
-from agents.camera import decode_gray
+from agents.drivers.camera import decode_gray
 from agents.perception.pipeline import Pipeline
 from tools.agent_config import simulated_tag_map
 from worlds.arena import load_arena, shipped_arena

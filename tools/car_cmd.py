@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agents.carlink.lock import CarLock, CarLockedError
+from agents.drivers.carlock import CarLock, CarLockedError
 from protocol.mz01.session import (
     COMMAND_PORT,
     PROBE_PORT,

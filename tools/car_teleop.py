@@ -33,7 +33,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any, TextIO
 
-from agents.carlink.lock import CarLock, CarLockedError
+from agents.drivers.carlock import CarLock, CarLockedError
 from protocol.mz01.session import SessionState
 from tools.car_cmd import (
     EXIT_FAILED,

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.control import ControlError, control_path, request
+from agents.drivers.control import ControlError, control_path, request
+from agents.drivers.net import InterfaceError, resolve_interface
 from agents.faults import FaultSpecError, parse_byzantine, parse_faults
-from agents.net import InterfaceError, resolve_interface
 from protocol.control import Target, parse_address
 from protocol.swarm.messages import DEFAULT_SWARM_PORT
 from tools.listen import SwarmListener, listen, status_table

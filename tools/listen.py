@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.net import Interface, broadcast_socket
+from agents.drivers.net import Interface, broadcast_socket
 from protocol.swarm import Heartbeat, Message, SwarmReceiver, Track, swarm_id_from_name
 
 Address = tuple[str, int]

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.carlink.lock import CarLock, CarLockedError
-from agents.net import LOOPBACK_BROADCAST
+from agents.drivers.carlock import CarLock, CarLockedError
+from agents.drivers.net import LOOPBACK_BROADCAST
 from protocol.swarm.messages import DEFAULT_SWARM_PORT
 from tools.agent_config import write_simulated_robot
 from tools.follow import LogFollower

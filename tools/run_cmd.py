@@ -228,8 +228,8 @@ class RealRun:
         return time.monotonic() - self.t_start
 
     def _control(self, name: str, request: dict[str, Any], patience: float = 15.0) -> None:
-        from agents.control import ControlError, control_path
-        from agents.control import request as send
+        from agents.drivers.control import ControlError, control_path
+        from agents.drivers.control import request as send
 
         deadline = time.monotonic() + patience
         while True:
@@ -243,7 +243,7 @@ class RealRun:
                 time.sleep(0.1)  # the agent is still starting: its socket is not up yet
 
     def apply(self, op: TimedOp) -> None:
-        from agents.control import ControlError
+        from agents.drivers.control import ControlError
         from agents.faults import format_byzantine, format_faults
         from tools.scenario import Kill, Restart, SetByzantine, SetLink, WorldFault
         from worlds.control import ControlError as WorldControlError

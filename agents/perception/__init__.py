@@ -7,5 +7,5 @@
 - :mod:`.pipeline` — one frame in, one :class:`~agents.observations.ObservationBatch` out;
 - :mod:`.chain` — robots placed through robots that see each other's tags.
 
-The driver that feeds frames from a car's MJPEG stream is :mod:`agents.camera`.
+The driver that feeds frames from a car's MJPEG stream is :mod:`agents.drivers.camera`.
 """

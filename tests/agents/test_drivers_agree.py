@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.agent import Agent, Outgoing
-from agents.net import Interface
-from agents.runtime import AgentRuntime, RuntimeOptions
+from agents.drivers.net import Interface
+from agents.drivers.runtime import AgentRuntime, RuntimeOptions
 from tools.lockstep import SWARM_PORT, Lockstep
 from worlds.arena import load_arena, shipped_arena
 

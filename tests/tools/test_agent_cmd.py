@@ -55,7 +55,7 @@ def test_a_car_held_by_another_agent_names_the_holder(tmp_path: Path) -> None:
         holder = subprocess.Popen(
             [sys.executable, "-c", textwrap.dedent(f"""
                 import sys
-                from agents.carlink.lock import CarLock
+                from agents.drivers.carlock import CarLock
                 CarLock({car.address!r}).acquire()
                 print("held", flush=True)
                 sys.stdin.readline()

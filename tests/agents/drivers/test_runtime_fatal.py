@@ -7,8 +7,8 @@ import threading
 import time
 from pathlib import Path
 
-from agents.net import resolve_interface
-from agents.runtime import EXIT_FAILED, AgentRuntime, RuntimeOptions, claim_epoch
+from agents.drivers.net import resolve_interface
+from agents.drivers.runtime import EXIT_FAILED, AgentRuntime, RuntimeOptions, claim_epoch
 from protocol.runlog import read_run_log
 from tests.support.carserver import ModelCar, free_address
 from tools.agent_config import agent_config

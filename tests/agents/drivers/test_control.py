@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agents.control import ControlError, control_path, request, serve_control
+from agents.drivers.control import ControlError, control_path, request, serve_control
 
 KEY = bytes(range(32))
 

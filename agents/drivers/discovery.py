@@ -21,7 +21,7 @@ from zeroconf import (
     Zeroconf,
 )
 
-from agents.net import Interface
+from agents.drivers.net import Interface
 from protocol.errors import RejectCounters
 from protocol.mdns import SERVICE_TYPE, AdError, instance_name, parse_ad, txt_record
 

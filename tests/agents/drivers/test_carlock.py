@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.carlink.lock import CarLock, CarLockedError
+from agents.drivers.carlock import CarLock, CarLockedError
 
 
 def test_second_process_gets_a_clear_error_naming_the_holder(tmp_path: Path) -> None:
@@ -18,7 +18,7 @@ def test_second_process_gets_a_clear_error_naming_the_holder(tmp_path: Path) -> 
             textwrap.dedent(
                 f"""
                 import sys, pathlib
-                from agents.carlink.lock import CarLock
+                from agents.drivers.carlock import CarLock
                 lock = CarLock("127.0.2.1", pathlib.Path({str(tmp_path)!r}))
                 lock.acquire()
                 print("held", flush=True)

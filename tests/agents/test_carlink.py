@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.carlink.adapter import CarAdapter
+from agents.carlink import CarAdapter
 from protocol.mz01.firmware import EventKind, FirmwareModel
 from protocol.mz01.session import ControllerSession, SessionConfig, SessionState
 from tests.support.carbench import Bench, SimCar

@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from agents.camera import (
+from agents.drivers.camera import (
     STALE_AT_WORKER,
     SUPERSEDED,
     CameraDriver,

@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from agents.agent import Agent, Outgoing
-from agents.camera import CameraDriver
-from agents.carlink.lock import CarLock
-from agents.console import status_line, summary_text
-from agents.control import control_path, serve_control
 from agents.core import AgentConfig
-from agents.discovery import Discovery, DuplicateAgentError
+from agents.drivers.camera import CameraDriver
+from agents.drivers.carlock import CarLock
+from agents.drivers.console import status_line, summary_text
+from agents.drivers.control import control_path, serve_control
+from agents.drivers.discovery import Discovery, DuplicateAgentError
+from agents.drivers.net import Interface, broadcast_socket, unicast_socket
 from agents.faults import LinkFaults, parse_byzantine, parse_faults
 from agents.health import Health
-from agents.net import Interface, broadcast_socket, unicast_socket
 from agents.observations import ObservationBatch
 from agents.perception.pipeline import Pipeline, PredictedPose
 from agents.transport import Direction
