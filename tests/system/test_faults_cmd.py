@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.control import ControlError, control_path, request
+from agents.drivers.control import ControlError, control_path, request
 from protocol.runlog import read_run_log
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
 from tools import cli as stigmesh
