@@ -8,82 +8,19 @@ UDP datagrams. The live view and the summary read only the log files.
 from __future__ import annotations
 
 import argparse
-import bisect
 import math
 import secrets
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from tools.follow import LogFollower
+from tools.live import AgentView, LogFollower, Truth, absorb
 from tools.procs import Swarm, claim_loopback, running
 from tools.swarmkey import write_key
 from worlds.arena import ArenaError, load_arena, shipped_arena
 
 DEFAULT_NAMES = ("walnut", "hazel")
-
-
-@dataclass
-class AgentView:
-    name: str
-    follower: LogFollower
-    pose: list[float] | None = None
-    track: dict[str, Any] | None = None
-    mode: str = "-"
-    peers: dict[str, Any] = field(default_factory=dict)
-    tx_bytes: int = 0
-    rx_bytes: int = 0
-    rejected: int = 0
-    started: float | None = None
-    last_t: float | None = None
-
-
-class Truth:
-    """The target's ground truth, from the world log (which no agent ever reads)."""
-
-    def __init__(self, path: Path) -> None:
-        self.follower = LogFollower(path)
-        self.t: list[float] = []
-        self.xy: list[tuple[float, float]] = []
-
-    def update(self) -> None:
-        for line in self.follower.read():
-            if line.get("event") == "truth" and isinstance(line.get("target"), dict):
-                self.t.append(float(line["t"]))
-                self.xy.append((float(line["target"]["x"]), float(line["target"]["y"])))
-
-    def at(self, t: float) -> tuple[float, float] | None:
-        if not self.t:
-            return None
-        i = min(bisect.bisect_left(self.t, t), len(self.t) - 1)
-        if abs(self.t[i] - t) > 0.2:
-            return None
-        return self.xy[i]
-
-
-def absorb(view: AgentView) -> None:
-    for line in view.follower.read():
-        event = line.get("event")
-        t = line.get("t")
-        if isinstance(t, float | int):
-            view.last_t = float(t)
-        if event == "start":
-            view.started = float(line["t"])
-        elif event == "belief":
-            view.pose = line.get("pose")
-            view.track = line.get("track")
-            view.peers = line.get("peers") or {}
-        elif event == "decision":
-            view.mode = str(line.get("mode", "-"))
-        elif event == "tx":
-            view.tx_bytes += (len(line.get("raw", "")) * 3) // 4
-        elif event == "rx":
-            view.rx_bytes += (len(line.get("raw", "")) * 3) // 4
-            if not line.get("ok"):
-                view.rejected += 1
 
 
 def _line(view: AgentView, truth: Truth) -> str:

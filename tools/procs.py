@@ -30,7 +30,7 @@ from agents.drivers.carlock import CarLock, CarLockedError
 from agents.drivers.net import LOOPBACK_BROADCAST
 from protocol.swarm.messages import DEFAULT_SWARM_PORT
 from tools.agent_config import write_simulated_robot
-from tools.follow import LogFollower
+from tools.live import LogFollower
 from tools.swarmkey import write_key
 from worlds.arena import Arena, load_arena
 

@@ -302,7 +302,7 @@ class RealRun:
 def _real_lines(run: RealRun, views: dict[str, Any], truth: Any) -> Callable[[], list[AgentLine]]:
     import math
 
-    from tools.demo import absorb
+    from tools.live import absorb
 
     def lines() -> list[AgentLine]:
         truth.update()
@@ -328,8 +328,7 @@ def _real_lines(run: RealRun, views: dict[str, Any], truth: Any) -> Callable[[],
 def run_real(scenario: Scenario, run_dir: Path, port: int | None,
              progress: Progress) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Returns the applied schedule and the exit status of every process."""
-    from tools.demo import AgentView, Truth
-    from tools.follow import LogFollower
+    from tools.live import AgentView, LogFollower, Truth
     from tools.procs import Swarm, claim_loopback, running
     from tools.scenario import timeline
     from tools.swarmkey import read_key, write_key
