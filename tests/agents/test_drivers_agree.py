@@ -17,7 +17,7 @@ from typing import Any
 from agents.agent import Agent, Outgoing
 from agents.drivers.net import Interface
 from agents.drivers.runtime import AgentRuntime, RuntimeOptions
-from tools.lockstep import SWARM_PORT, Lockstep
+from tools.experiments.lockstep import SWARM_PORT, Lockstep
 from worlds.arena import load_arena, shipped_arena
 
 

@@ -13,9 +13,9 @@ import pytest
 from agents.faults import LinkFaults
 from agents.transport import Direction
 from protocol.runlog import read_run_log
-from tools import run_cmd
-from tools.lockstep import Lockstep, run_scenario
-from tools.scenario import parse_scenario
+from tools.commands import run as run_cmd
+from tools.experiments.lockstep import Lockstep, run_scenario
+from tools.experiments.scenario_file import parse_scenario
 from worlds.arena import load_arena, shipped_arena
 
 T0 = 1000.0  # Lockstep's start

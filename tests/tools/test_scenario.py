@@ -10,9 +10,8 @@ from agents.belief import FusionRule
 from agents.core import FUSION_NONE
 from agents.faults import ByzantineSpec, LinkFaults
 from agents.transport import Direction
-from tools.scenario import (
+from tools.experiments.scenario import (
     FUSIONS,
-    SCENARIO_DIR,
     Kill,
     Restart,
     Scenario,
@@ -21,10 +20,9 @@ from tools.scenario import (
     SetLink,
     WorldFault,
     every_agent_faults,
-    load_scenario,
-    parse_scenario,
     timeline,
 )
+from tools.experiments.scenario_file import SCENARIO_DIR, load_scenario, parse_scenario
 
 HEAD = 'arena = "two_cars"\nduration = 30.0\nseed = 4\n'
 

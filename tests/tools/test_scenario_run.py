@@ -21,7 +21,8 @@ import pytest
 
 from protocol.runlog import read_run_log
 from tests.support.lateness import Lateness
-from tools import run_cmd
+from tools.commands import run as run_cmd
+from tools.experiments import realrun
 from worlds.arena import shipped_arena
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -72,18 +73,18 @@ def test_real_processes_follow_the_schedule(tmp_path: Path, capsys, monkeypatch)
     began: list[float] = []
     refresh: list[float] = []
     lateness = Lateness()
-    start, apply, loop = run_cmd.RealRun.start, run_cmd.RealRun.apply, run_cmd.RealRun.loop
-    real_lines = run_cmd._real_lines
+    start, apply, loop = realrun.RealRun.start, realrun.RealRun.apply, realrun.RealRun.loop
+    real_lines = realrun._real_lines
 
-    def timed_start(self: run_cmd.RealRun) -> None:
+    def timed_start(self: realrun.RealRun) -> None:
         start(self)
         starts.append(self.t_start)
 
-    def timed_apply(self: run_cmd.RealRun, op: Any) -> None:
+    def timed_apply(self: realrun.RealRun, op: Any) -> None:
         began.append(time.monotonic())
         apply(self, op)
 
-    def timed_loop(self: run_cmd.RealRun, *a: Any) -> None:
+    def timed_loop(self: realrun.RealRun, *a: Any) -> None:
         with lateness:
             loop(self, *a)
 
@@ -98,10 +99,10 @@ def test_real_processes_follow_the_schedule(tmp_path: Path, capsys, monkeypatch)
 
         return timed
 
-    monkeypatch.setattr(run_cmd.RealRun, "start", timed_start)
-    monkeypatch.setattr(run_cmd.RealRun, "apply", timed_apply)
-    monkeypatch.setattr(run_cmd.RealRun, "loop", timed_loop)
-    monkeypatch.setattr(run_cmd, "_real_lines", timed_lines)
+    monkeypatch.setattr(realrun.RealRun, "start", timed_start)
+    monkeypatch.setattr(realrun.RealRun, "apply", timed_apply)
+    monkeypatch.setattr(realrun.RealRun, "loop", timed_loop)
+    monkeypatch.setattr(realrun, "_real_lines", timed_lines)
     parser = argparse.ArgumentParser()
     run_cmd.add_arguments(parser)
     args = parser.parse_args([str(tmp_path / "short.toml"), "--run-dir", str(run_dir),

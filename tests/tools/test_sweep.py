@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from agents.faults import LinkFaults
-from tools import sweep
+from tools.commands import sweep as sweep_cmd
+from tools.experiments import measure, sweep
 from tools.replay.metrics import Truth
 from worlds.arena import Obstacle, load_arena, shipped_arena
 
@@ -44,17 +45,17 @@ def truth_of(poses: dict[str, tuple[float, float, float]]) -> Truth:
 
 def test_footprint_overlap_from_truth() -> None:
     same = truth_of({"a": (2.5, 2.5, 0.0), "b": (2.5, 2.5, 0.0)})
-    assert sweep.footprint_overlap(same, ARENA, ["a", "b"], 0.0, 5.0)["overlap"] == 1.0
+    assert measure.footprint_overlap(same, ARENA, ["a", "b"], 0.0, 5.0)["overlap"] == 1.0
     away = truth_of({"a": (2.5, 2.5, 0.0), "b": (2.5, 2.5, math.pi)})
-    fp = sweep.footprint_overlap(away, ARENA, ["a", "b"], 0.0, 5.0)
+    fp = measure.footprint_overlap(away, ARENA, ["a", "b"], 0.0, 5.0)
     assert fp["overlap"] == 0.0 and 0.1 < fp["union_fraction"] < 0.6
     # a tall box one metre ahead hides what is behind it; a low one hides nothing
     t = np.array([0.0])
-    open_view = sweep.camera_footprints(same, ARENA, "a", t)[0].size
+    open_view = measure.camera_footprints(same, ARENA, "a", t)[0].size
     tall = replace(ARENA, site=replace(ARENA.site, obstacles=(Obstacle(3.6, 2.5, 0.2, 1.0, 0.6),)))
     low = replace(ARENA, site=replace(ARENA.site, obstacles=(Obstacle(3.6, 2.5, 0.2, 1.0, 0.1),)))
-    assert sweep.camera_footprints(same, tall, "a", t)[0].size < 0.8 * open_view
-    assert sweep.camera_footprints(same, low, "a", t)[0].size == open_view
+    assert measure.camera_footprints(same, tall, "a", t)[0].size < 0.8 * open_view
+    assert measure.camera_footprints(same, low, "a", t)[0].size == open_view
 
 
 def test_aggregate_and_tables() -> None:
@@ -83,11 +84,11 @@ def test_a_tiny_sweep_in_parallel(tmp_path: Path, capsys: pytest.CaptureFixture)
     scenario = tmp_path / "tiny.toml"
     scenario.write_text('name = "tiny"\narena = "two_cars"\nduration = 3.0\nseed = 5\n')
     parser = argparse.ArgumentParser()
-    sweep.add_arguments(parser)
+    sweep_cmd.add_arguments(parser)
     out = tmp_path / "table.md"
     args = parser.parse_args([str(scenario), "--over", "loss=0,1", "--seeds", "1", "--fusion",
                               "ci", "--jobs", "2", "--out", str(out), "--quiet"])
-    assert sweep.main(args) == 0, capsys.readouterr().err
+    assert sweep_cmd.main(args) == 0, capsys.readouterr().err
     table = out.read_text()
     assert "| loss | fusion | runs |" in table and "| 1 | ci | 1 |" in table
     data = json.loads(out.with_suffix(".json").read_text())
@@ -96,4 +97,4 @@ def test_a_tiny_sweep_in_parallel(tmp_path: Path, capsys: pytest.CaptureFixture)
     assert deaf["kbytes_per_s"] > 0 and hearing["kbytes_per_s"] > 0
     assert out.with_suffix(".csv").exists()
     bad = parser.parse_args([str(scenario), "--over", "loss=2", "--out", str(out)])
-    assert sweep.main(bad) == 2
+    assert sweep_cmd.main(bad) == 2

@@ -45,17 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from tools.scenario import Scenario, load_scenario
-from tools.sweep import (
-    Trial,
-    analysis_of,
-    build,
-    camera_footprints,
-    progress_bar,
-    trial_metrics,
-)
+from tools.experiments.measure import analysis_of, camera_footprints, trial_metrics
+from tools.experiments.progress import progress_bar
+from tools.experiments.scenario import Scenario
+from tools.experiments.scenario_file import load_scenario
+from tools.experiments.sweep import Trial, build
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
 SETTLE = 20.0
 ACCURATE = 0.5  # m: a track this close to the truth counts as knowing where the target is
@@ -171,7 +167,7 @@ def _liar_trace(an: Any, liar: str) -> dict[str, Any]:
 
 def run_job(job: Job, keep: str | None = None) -> dict[str, Any]:
     """Run one job in lockstep and measure it; an exception becomes an ``error``."""
-    from tools.lockstep import run_scenario
+    from tools.experiments.lockstep import run_scenario
 
     began = time.perf_counter()
     out: dict[str, Any] = {"key": job.key, "job": job}
@@ -870,7 +866,8 @@ def exp_modes(res: dict[str, dict[str, Any]], real: list[dict[str, Any]], seeds:
 
 
 def run_real_default(seed: int, duration: float | None, work: Path) -> dict[str, Any]:
-    from tools.run_cmd import Progress, run_real
+    from tools.experiments.progress import Progress
+    from tools.experiments.realrun import run_real
 
     out: dict[str, Any] = {"seed": seed}
     scenario = load_scenario(SCENARIOS / "default.toml").with_seed(seed)

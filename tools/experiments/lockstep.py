@@ -13,7 +13,7 @@ stops on the firmware watchdog); :meth:`Lockstep.restart` gives it a fresh
 agent with a new epoch, as a new process would have. World faults go to the
 :class:`~worlds.sim.World`.
 
-:func:`run_scenario` runs a :class:`~tools.scenario.Scenario` and its schedule.
+:func:`run_scenario` runs a :class:`~tools.experiments.scenario.Scenario` and its schedule.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from protocol.mz01.session import COMMAND_PORT
 from protocol.runlog import RunLog, log_path
 from protocol.swarm import swarm_id_from_name
 from tools.agent_config import agent_config
-from tools.scenario import (
+from tools.experiments.scenario import (
     Kill,
     Restart,
     Scenario,

@@ -1,0 +1,266 @@
+"""A sweep: a scenario in lockstep over a grid of link faults × seeds × fusion rules.
+
+``stigmesh sweep`` (:mod:`tools.commands.sweep`) runs the scenario in lockstep
+for every point of the grid (each ``--over`` axis × seeds × fusion rules) in
+parallel on the machine's cores, measures each run with ``tools.replay`` and
+writes ONE table: per cell, mean ± std over the seeds of the median track error
+after 20 s, NEES consistency, time to first detection, the overlap of what the
+robots' cameras covered, and bytes per second per agent.
+
+Axes (each sets every agent's *inbound* link faults from t = 0; a scenario step
+that later sets an agent's inbound faults replaces them):
+
+- ``loss=P,...``: drop probability (``drop=P``).
+- ``delay=D,...``: delay, ``50ms`` or seconds (``delay=D``).
+- ``burst=P,...``: Gilbert–Elliott burst loss with stationary loss P and a mean
+  burst of ``--burst-length`` datagrams (``burst=ENTER,LEAVE``, LEAVE = 1/length).
+
+The seeds are the scenario's seed and the next ``--seeds`` − 1 integers; for
+one seed every fusion rule and every axis value sees the same world, and the
+fault streams lose nested sets of datagrams (paired comparisons).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tools.experiments.measure import trial_metrics
+from tools.experiments.progress import progress_bar
+
+if TYPE_CHECKING:
+    from agents.faults import LinkFaults
+    from tools.experiments.scenario import Scenario
+
+PROG = "stigmesh sweep"
+
+
+AXES = ("loss", "delay", "burst")
+
+
+COLUMNS = (
+    ("err_after_20_m", "err p50 after 20 s (m)", "{:.3f}"),
+    ("nees4_inside", "NEES4 in 95 % bounds", "{:.2f}"),
+    ("nees2_inside", "NEES2 in 95 % bounds", "{:.2f}"),
+    ("first_detection_s", "1st detection (s)", "{:.1f}"),
+    ("footprint_overlap", "footprint overlap", "{:.2f}"),
+    ("kbytes_per_s", "sent (KB/s/agent)", "{:.2f}"),
+)
+
+
+class SweepError(ValueError):
+    """A bad ``--over``, ``--seeds``, ``--fusion`` or ``--jobs`` value."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    values: tuple[float, ...]
+    texts: tuple[str, ...]  # as given, for the table
+
+
+def parse_axis(text: str) -> Axis:
+    from agents.faults.tokens import FaultSpecError, parse_duration, parse_probability
+
+    name, sep, rest = text.partition("=")
+    name = name.strip().lower()
+    if not sep or name not in AXES:
+        raise SweepError(f"--over {text!r}: expected NAME=V1,V2,... with NAME one of "
+                         f"{', '.join(AXES)}")
+    texts = tuple(v.strip() for v in rest.split(",") if v.strip())
+    if not texts:
+        raise SweepError(f"--over {text!r}: no values")
+    values = []
+    for v in texts:
+        try:
+            if name == "delay":
+                values.append(parse_duration(v, "delay", unit_required=False))
+            else:
+                p = parse_probability(v, name)
+                if name == "burst" and p >= 1.0:
+                    raise SweepError(f"--over {text!r}: a burst loss must be below 1")
+                values.append(p)
+            link_faults({name: values[-1]})  # the spec's own ranges
+        except FaultSpecError as exc:
+            raise SweepError(f"--over {text!r}: {exc.problem}") from None
+    if len(set(values)) != len(values):
+        raise SweepError(f"--over {text!r}: a value is repeated")
+    return Axis(name, tuple(values), texts)
+
+
+def link_faults(point: Mapping[str, float], burst_length: float = 8.0) -> LinkFaults:
+    """The inbound faults of one grid point."""
+    from agents.faults import BurstLoss, LinkFaults
+
+    kw: dict[str, Any] = {}
+    if point.get("loss"):
+        kw["drop"] = point["loss"]
+    if point.get("delay"):
+        kw["delay"] = point["delay"]
+    p = point.get("burst", 0.0)
+    if p:
+        leave = 1.0 / burst_length
+        kw["burst"] = BurstLoss(enter=min(1.0, p * leave / (1.0 - p)), leave=leave)
+    return LinkFaults(**kw)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One lockstep run of the grid (picklable: the scenario travels as its file)."""
+
+    scenario: str
+    seed: int
+    fusion: str | None  # None: as the scenario says
+    point: tuple[tuple[str, float], ...]
+    burst_length: float = 8.0
+    keep: str | None = None  # a directory to keep the run in
+
+    @property
+    def label(self) -> str:
+        parts = [f"{k}={v:g}" for k, v in self.point]
+        return "-".join([*parts, self.fusion or "as-file", f"seed{self.seed}"])
+
+
+def build(trial: Trial) -> Scenario:
+    from agents.transport import Direction
+    from tools.experiments.scenario import every_agent_faults
+    from tools.experiments.scenario_file import load_scenario
+
+    scenario = load_scenario(trial.scenario).with_seed(trial.seed)
+    if trial.fusion is not None:
+        scenario = scenario.with_fusion(trial.fusion)
+    spec = link_faults(dict(trial.point), trial.burst_length)
+    if not spec.is_clear:
+        scenario = scenario.with_actions([every_agent_faults(0.0, spec, Direction.IN)])
+    return scenario
+
+
+def run_trial(trial: Trial) -> dict[str, Any]:
+    """Run one trial in lockstep and measure it; never raises (an error is a result)."""
+    from tools.experiments.lockstep import run_scenario
+
+    began = time.perf_counter()
+    out: dict[str, Any] = {"label": trial.label, "seed": trial.seed, "fusion": trial.fusion,
+                           "point": dict(trial.point)}
+    try:
+        scenario = build(trial)
+        if trial.keep is not None:
+            run_dir = Path(trial.keep) / trial.label
+            run_dir.mkdir(parents=True, exist_ok=True)
+            run_scenario(scenario, run_dir)
+            out["metrics"] = trial_metrics(run_dir, scenario.arena)
+            out["run_dir"] = str(run_dir)
+        else:
+            with tempfile.TemporaryDirectory(prefix="stigmesh-sweep-") as tmp:
+                run_scenario(scenario, Path(tmp))
+                out["metrics"] = trial_metrics(Path(tmp), scenario.arena)
+    except Exception:
+        out["error"] = traceback.format_exc(limit=8)
+    out["seconds"] = time.perf_counter() - began
+    return out
+
+
+def mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def aggregate(results: Sequence[Mapping[str, Any]], axes: Sequence[Axis],
+              fusions: Sequence[str | None]) -> list[dict[str, Any]]:
+    """One row per (axis values, fusion): mean, std and count of each metric over seeds."""
+    rows = []
+    grid = list(itertools.product(*(a.values for a in axes))) if axes else [()]
+    for values in grid:
+        point = dict(zip((a.name for a in axes), values, strict=True))
+        for fusion in fusions:
+            mine = [r for r in results if r["point"] == point and r["fusion"] == fusion]
+            ok = [r["metrics"] for r in mine if "metrics" in r]
+            row: dict[str, Any] = {"point": point, "fusion": fusion or "as file",
+                                   "trials": len(mine), "failed": len(mine) - len(ok)}
+            for key in (*(c[0] for c in COLUMNS), "footprint_union", "belief_overlap",
+                        "unc_after_20", "nees4_mean", "detections_per_s"):
+                vals = [float(m[key]) for m in ok if m.get(key) is not None]
+                mean, std = mean_std(vals)
+                row[key] = {"mean": mean, "std": std, "n": len(vals)}
+            rows.append(row)
+    return rows
+
+
+def _cell(stat: Mapping[str, Any], fmt: str, trials: int) -> str:
+    if stat["mean"] is None:
+        return "–"
+    text = f"{fmt.format(stat['mean'])} ± {fmt.format(stat['std'])}"
+    return text + (f" ({stat['n']}/{trials})" if stat["n"] < trials else "")
+
+
+def markdown(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis]) -> str:
+    head = [a.name for a in axes] + ["fusion", "runs"] + [c[1] for c in COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        ok = row["trials"] - row["failed"]
+        cells = [f"{row['point'][a.name]:g}" for a in axes] + [
+            row["fusion"], f"{ok}" + (f" ({row['failed']} failed)" if row["failed"] else "")
+        ]
+        cells += [_cell(row[key], fmt, ok) for key, _, fmt in COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    keys = [c[0] for c in COLUMNS] + ["footprint_union", "belief_overlap"]
+    w.writerow([a.name for a in axes] + ["fusion", "trials", "failed"]
+               + [f"{k}_{s}" for k in keys for s in ("mean", "std", "n")])
+    for row in rows:
+        w.writerow([row["point"][a.name] for a in axes] + [row["fusion"], row["trials"],
+                                                            row["failed"]]
+                   + [row[k][s] for k in keys for s in ("mean", "std", "n")])
+    return buf.getvalue()
+
+
+def run_trials(trials: Sequence[Trial], jobs: int, quiet: bool = False) -> list[dict[str, Any]]:
+    """Every trial, ``jobs`` at a time in worker processes; results in the trials' order."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    began = time.perf_counter()
+    results: dict[int, dict[str, Any]] = {}
+    tty = sys.stdout.isatty()
+    if jobs <= 1:
+        for i, trial in enumerate(trials):
+            results[i] = run_trial(trial)
+            _report(results[i], i + 1, len(trials), began, tty=tty, quiet=quiet)
+        return [results[i] for i in range(len(trials))]
+    context = multiprocessing.get_context("spawn")  # fresh interpreters: no shared PyBullet
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {pool.submit(run_trial, t): i for i, t in enumerate(trials)}
+        for n, future in enumerate(as_completed(futures), start=1):
+            i = futures[future]
+            results[i] = future.result()
+            _report(results[i], n, len(trials), began, tty=tty, quiet=quiet)
+    return [results[i] for i in range(len(trials))]
+
+
+def _report(result: Mapping[str, Any], done: int, total: int, began: float, *, tty: bool,
+            quiet: bool) -> None:
+    if quiet:
+        return
+    line = progress_bar(done, total, began)
+    if "error" in result:
+        print(f"\n{PROG}: {result['label']} failed:\n{result['error']}", file=sys.stderr)
+    if tty:
+        print("\r" + line, end="\n" if done == total else "", flush=True)
+    elif done == total or done % max(1, total // 10) == 0:
+        print(line, flush=True)
