@@ -153,12 +153,16 @@ class AgentRuntime:
         """Run one input through the agent, then service it; a failure here is fatal."""
         if self.fatal is not None:
             return
+        now = self.now()
         try:
-            now = self.now()
             action(now)
-            self._service(now)
         except Exception as exc:  # the core refuses bad input itself: this is our own bug
             self._fail(where, exc)
+            return
+        try:  # the agent's timer: its beat, decisions, the car session
+            self._service(now)
+        except Exception as exc:
+            self._fail("the decision loop", exc)
 
     def on_swarm_datagram(self, data: bytes, src: Address) -> None:
         def take(now: float) -> None:
