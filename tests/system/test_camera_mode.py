@@ -10,8 +10,8 @@ import pytest
 
 from protocol.runlog import read_run_log
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
+from tools.commands import replay as replay_main
 from tools.procs import Swarm
-from tools.replay import main as replay_main
 
 pytestmark = pytest.mark.slow
 RUN = 60.0  # s of each agent's run; the replay's track error counts after 20 s

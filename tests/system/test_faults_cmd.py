@@ -15,7 +15,7 @@ from agents.drivers.control import ControlError, control_path, request
 from protocol.runlog import read_run_log
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
 from tools import cli as stigmesh
-from tools import faults_cmd  # noqa: F401  (imported now: cli_here must not wait for it)
+from tools.commands import faults  # noqa: F401  (imported now: cli_here must not wait for it)
 from tools.procs import Swarm
 
 # Each wait below has its own deadline; this bounds the whole test on a busy machine.

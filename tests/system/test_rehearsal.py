@@ -30,8 +30,8 @@ from protocol.site import site_to_toml
 from tests.support.netns import SKIP, Net
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
 from tools.agent_config import simulated_intrinsics, simulated_robot
+from tools.commands import replay as replay_main
 from tools.procs import Proc
-from tools.replay import main as replay_main
 from tools.swarmkey import write_key
 from worlds.arena import load_arena, shipped_arena
 from worlds.sitl_host import check_binary

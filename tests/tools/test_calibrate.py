@@ -16,7 +16,7 @@ import pytest
 from agents.perception.tagmap import Intrinsics, load_intrinsics
 from protocol.mjpeg import encode_part, response_head
 from tests.tools.boards import views
-from tools.calibrate import (
+from tools.commands.calibrate import (
     EXIT_REFUSED,
     EXIT_SAVED,
     Calibration,

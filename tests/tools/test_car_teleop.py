@@ -19,7 +19,7 @@ import pytest
 
 from protocol.mz01.firmware import FirmwareModel
 from tests.support.carserver import ModelCar, free_address
-from tools.car_teleop import ANSI, parse_keys
+from tools.commands.teleop import ANSI, parse_keys
 
 # s for any one awaited condition: waiting ends as soon as it holds, and a busy machine
 # may take seconds to start the tool or to schedule it

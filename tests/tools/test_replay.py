@@ -13,8 +13,8 @@ import pytest
 from agents.core import AgentCore
 from protocol.runlog import ReadStats
 from tools.agent_config import agent_config
+from tools.commands import replay as replay_main
 from tools.experiments.lockstep import Lockstep
-from tools.replay import main as replay_main
 from tools.replay.load import NotARunError, ProcessLog, find_arena, load_run, swarm_id_of
 from tools.replay.metrics import (
     GridRecord,

@@ -87,7 +87,7 @@ def finish(run_dir: Path, names: Sequence[str], report: bool) -> None:
     from tools.summary import summarize
 
     if report:
-        from tools.replay import main as replay_main
+        from tools.commands import replay as replay_main
 
         ns = argparse.Namespace(
             run_dir=run_dir, out=None, fusion=None, sets=[], arena=None,

@@ -3,6 +3,6 @@
 :mod:`~tools.replay.load` reads the run, :mod:`~tools.replay.metrics` measures it against
 the ground truth, :mod:`~tools.replay.rerun` re-runs each agent's core on its recorded
 inputs under another configuration, :mod:`~tools.replay.figures` and
-:mod:`~tools.replay.report` write the report directory; :mod:`~tools.replay.main` is the
+:mod:`~tools.replay.report` write the report directory; :mod:`tools.commands.replay` is the
 command.
 """

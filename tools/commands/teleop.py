@@ -35,14 +35,13 @@ from typing import Any, TextIO
 
 from agents.drivers.carlock import CarLock, CarLockedError
 from protocol.mz01.session import SessionState
-from tools.car_cmd import (
+from tools.cartool import (
     EXIT_FAILED,
-    EXIT_LOCKED,
-    EXIT_NO_CAR,
     EXIT_OK,
     EXIT_USAGE,
     CarTool,
     Expected,
+    refused,
     warn,
 )
 
@@ -350,12 +349,8 @@ def teleop_main(address: str, args: argparse.Namespace) -> int:
                     _send_stop(tool)  # first, before the terminal is restored
                     on_screen[0] = False
             how = ui.message if ui.message == "the terminal closed" else "quit"
-    except TimeoutError as exc:
-        print(f"stigmesh car: {exc}", file=sys.stderr)
-        return EXIT_NO_CAR
-    except CarLockedError as exc:
-        print(f"stigmesh car: {exc}", file=sys.stderr)
-        return EXIT_LOCKED
+    except (TimeoutError, CarLockedError) as exc:
+        return refused(exc)
     except (KeyboardInterrupt, _Signalled) as exc:
         how, status = f"interrupted ({str(exc) or 'SIGINT'})", EXIT_FAILED
     finally:
