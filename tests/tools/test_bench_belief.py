@@ -1,10 +1,10 @@
-"""Smoke test of the belief benchmark (tools/bench_belief.py): shape of the results only."""
+"""Smoke test of the belief benchmark (tools/bench/belief.py): shape of the results only."""
 
 from __future__ import annotations
 
 import math
 
-from tools.bench_belief import run
+from tools.bench.belief import run
 
 CASES = {
     "grid_tick_64",

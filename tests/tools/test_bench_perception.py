@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.bench_perception import run
+from tools.bench.perception import run
 
 
 def test_quick_run_reports_every_stage():

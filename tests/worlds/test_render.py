@@ -14,7 +14,7 @@ import pytest
 
 from protocol.runlog import RunLog, read_run_log
 from tests.worlds.rawcar import arena_text, free_subnet, world_process
-from tools.bench_world import _drive_all, _start_driving, run_service
+from tools.bench.world import _drive_all, _start_driving, run_service
 from worlds.arena import Arena, load_arena, shipped_arena
 from worlds.render import (
     Job,

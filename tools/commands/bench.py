@@ -16,11 +16,11 @@ import sys
 from typing import Any
 
 SUITES = {
-    "belief": "tools.bench_belief",
-    "carlink": "tools.bench_carlink",
-    "world": "tools.bench_world",
-    "swarm": "tools.bench_swarm",
-    "perception": "tools.bench_perception",
+    "belief": "tools.bench.belief",
+    "carlink": "tools.bench.carlink",
+    "world": "tools.bench.world",
+    "swarm": "tools.bench.swarm",
+    "perception": "tools.bench.perception",
 }
 
 

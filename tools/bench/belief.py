@@ -16,7 +16,7 @@
     meets_target  median_s <= target_s, or None without a target
     note        what one operation is
 
-Run ``python -m tools.bench_belief [--quick]`` for one JSON object per line.
+Run ``python -m tools.bench.belief [--quick]`` for one JSON object per line.
 """
 
 from __future__ import annotations
