@@ -1,0 +1,28 @@
+"""The evidence package: every experiment module is registered once, in the report's order."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import tools.experiments.evidence as package
+from tools.experiments.evidence.main import EXPERIMENTS
+from tools.experiments.evidence.plan import QUICK, jobs_for
+
+
+def test_every_experiment_module_is_registered_once() -> None:
+    found = set()
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name == "__main__":
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        if hasattr(module, "section"):
+            found.add(module)
+    assert set(EXPERIMENTS) == found and len(EXPERIMENTS) == len(found) == 7
+    titles = [(m.__doc__ or "").split(".")[0] for m in EXPERIMENTS]
+    assert titles == [f"Experiment {n}" for n in range(1, 8)]
+
+
+def test_every_job_has_its_own_key() -> None:
+    keys = [job.key for job in jobs_for(QUICK)]
+    assert len(keys) == len(set(keys)) == 17
