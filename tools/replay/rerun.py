@@ -34,7 +34,7 @@ from tools.replay.metrics import (
     error_summary,
     summary,
     track_errors,
-    window_inside,
+    window_mean_var,
 )
 from worlds.arena import Arena
 
@@ -216,15 +216,7 @@ class _Sampler:
             x, P = np.full(4, np.nan), np.full((4, 4), np.nan)
         self.x.append(x)
         self.P.append(P)
-        self.mean_var.append(room_mean_var(core.grid.var, core.grid.origin, self.room_cells))
-
-
-def room_mean_var(
-    var: FloatArray, origin: tuple[int, int], room_cells: tuple[int, int] | None
-) -> float:
-    """Mean var of the window's cells inside the room (the whole window when unknown)."""
-    inside = window_inside(origin, (var.shape[0], var.shape[1]), room_cells)
-    return float(var[inside].mean()) if inside.any() else math.nan
+        self.mean_var.append(window_mean_var(core.grid.var, core.grid.origin, self.room_cells))
 
 
 def agent_t0(log: ProcessLog) -> float:

@@ -1,0 +1,263 @@
+"""A whole run measured: every metric family per agent, and between agents (the one place that
+composes the families of :mod:`tools.replay.metrics`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from agents.belief.params import GridParams, TrackParams
+from tools.replay.load import ProcessLog, Progress, RunDir, swarm_id_of
+from tools.replay.metrics.common import SETTLE, STEP, FloatArray, summary
+from tools.replay.metrics.detections import DetectionSpeed, detection_speeds, detection_summary
+from tools.replay.metrics.grid import (
+    COVERAGE_VAR,
+    GridRecord,
+    coverage,
+    coverage_overlap,
+    grid_peak_errors,
+    grid_records,
+    pose_errors,
+    room_mean_var,
+)
+from tools.replay.metrics.latency import Latency, latency, latency_summary
+from tools.replay.metrics.track import (
+    CONFIDENT_UNCERTAINTY,
+    TrackErrors,
+    TrackSamples,
+    TrackSeries,
+    agreement,
+    error_summary,
+    recorded_track,
+    resample,
+    track_errors,
+)
+from tools.replay.metrics.truth import Truth, truth_of
+from tools.replay.metrics.wire import Wire, wire_of, wire_summary
+
+
+@dataclass
+class AgentAnalysis:
+    name: str
+    swarm_id: int | None
+    samples: TrackSamples
+    series: TrackSeries
+    errors: TrackErrors | None
+    grids: list[GridRecord]
+    speeds: list[DetectionSpeed]
+    wire: Wire
+    coverage: dict[str, Any]
+    grid_var: FloatArray  # mean var per belief record (in the room when known)
+    peak_errors: FloatArray
+    pose_errors: FloatArray
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Analysis:
+    run: RunDir
+    truth: Truth | None
+    times: FloatArray
+    cell_size: float
+    agents: dict[str, AgentAnalysis]
+    agreement: dict[tuple[str, str], FloatArray]
+    overlap: dict[tuple[str, str], dict[str, FloatArray]]
+    latency: Latency
+    coverage_var: float
+    room_cells: tuple[int, int] | None
+    swarm: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def t_start(self) -> float:
+        return self.run.t_start
+
+    def rel(self, t: npt.ArrayLike) -> FloatArray:
+        """Run-relative seconds."""
+        return np.asarray(t, dtype=np.float64) - self.t_start
+
+
+def analyse_agent(
+    run: RunDir,
+    log: ProcessLog,
+    truth: Truth | None,
+    times: FloatArray,
+    *,
+    cell_size: float,
+    coverage_var: float,
+    room_cells: tuple[int, int] | None,
+) -> AgentAnalysis:
+    t_start = run.t_start
+    swarm_id = swarm_id_of(log)
+    samples = recorded_track(log, swarm_id)
+    series = resample(samples, times, until=log.t_last if log.t_last is not None else math.inf)
+    grids = grid_records(log)
+    speeds = detection_speeds(log, samples, truth)
+    wire = wire_of(log)
+    cov = coverage(grids, coverage_var, room_cells)
+    grid_var = room_mean_var(grids, room_cells)
+    errors = track_errors(series, truth) if truth is not None else None
+    peak = grid_peak_errors(grids, truth, cell_size, TrackParams().peak_min_mu) if truth else None
+    pose = pose_errors(grids, truth, log.name) if truth else None
+    t_first, t_last = log.t_first or t_start, log.t_last or t_start
+    ever = int(cov["ever"][-1]) if len(cov["ever"]) else 0
+    unc = series.uncertainty
+    confident = np.flatnonzero(unc <= CONFIDENT_UNCERTAINTY)
+    m: dict[str, Any] = {
+        "active_s": [t_first - t_start, t_last - t_start],
+        "events": len(log.lines),
+        "damaged_lines": log.stats.bad_lines,
+        "track_samples": len(samples),
+        "belief_records": len(grids),
+        "time_with_track_fraction": float(np.mean(series.valid)) if times.size else None,
+        "time_to_confident_track_s": (
+            float(times[confident[0]] - t_start) if confident.size else None
+        ),
+        "track_uncertainty": summary(unc),
+        "grid_mean_var": summary(grid_var),
+        "grid_mean_var_last": float(grid_var[-1]) if grid_var.size else None,
+        "grid_mean_var_over": "room" if room_cells is not None else "window",
+        "coverage": {
+            "var_below": coverage_var,
+            "over": "room" if room_cells is not None else "window",
+            "searched_now_cells": summary(cov["now"]),
+            "searched_ever_cells": ever,
+            "searched_ever_m2": ever * cell_size**2,
+            "searched_ever_room_fraction": (
+                ever / (room_cells[0] * room_cells[1]) if room_cells is not None else None
+            ),
+        },
+        "wire": wire_summary(wire, t_last - t_first),
+    }
+    m.update(detection_summary(log, t_start, speeds))
+    if errors is not None:
+        m["errors"] = error_summary(errors, t_start)
+    if peak is not None:
+        m["grid_peak_error_m"] = summary(peak)
+    if pose is not None:
+        m["pose_error_m"] = summary(pose)
+    return AgentAnalysis(
+        log.name,
+        swarm_id,
+        samples,
+        series,
+        errors,
+        grids,
+        speeds,
+        wire,
+        cov,
+        grid_var,
+        peak if peak is not None else np.zeros(0),
+        pose if pose is not None else np.zeros(0),
+        m,
+    )
+
+
+def analyse(
+    run: RunDir,
+    *,
+    cell_size: float = GridParams().cell_size,
+    coverage_var: float = COVERAGE_VAR,
+    room_cells: tuple[int, int] | None = None,
+    progress: Progress | None = None,
+) -> Analysis:
+    """Every metric of the brief, per agent and between agents."""
+    truth = truth_of(run)
+    t0, t1 = run.t_start, run.t_end
+    times: FloatArray = t0 + STEP * np.arange(
+        max(1, math.floor((t1 - t0) / STEP) + 1), dtype=np.float64
+    )
+    agents: dict[str, AgentAnalysis] = {}
+    for name, log in sorted(run.agents.items()):
+        agents[name] = analyse_agent(
+            run,
+            log,
+            truth,
+            times,
+            cell_size=cell_size,
+            coverage_var=coverage_var,
+            room_cells=room_cells,
+        )
+        if progress is not None:
+            progress(
+                f"analysed {name}: {len(log.lines)} events, {len(agents[name].samples)} track "
+                f"samples, {len(agents[name].grids)} belief records"
+            )
+    pairs = list(combinations(sorted(agents), 2))
+    agree = {(a, b): agreement(agents[a].series, agents[b].series) for a, b in pairs}
+    overlap = {
+        (a, b): coverage_overlap(agents[a].grids, agents[b].grids, coverage_var, room_cells)
+        for a, b in pairs
+    }
+    lat = latency(run.agents.values())
+    analysis = Analysis(
+        run, truth, times, cell_size, agents, agree, overlap, lat, coverage_var, room_cells
+    )
+    analysis.swarm = _swarm_metrics(analysis)
+    return analysis
+
+
+def _swarm_metrics(an: Analysis) -> dict[str, Any]:
+    late = an.times - an.t_start >= SETTLE
+    out: dict[str, Any] = {"agreement_m": {}, "coverage_overlap": {}}
+    for (a, b), d in an.agreement.items():
+        both = np.isfinite(d)
+        out["agreement_m"][f"{a}-{b}"] = {
+            "all": summary(d),
+            "after_settle": summary(d[late]),
+            "time_both_tracking_fraction": float(np.mean(both)) if d.size else None,
+        }
+    for (a, b), ov in an.overlap.items():
+        ever_a = an.agents[a].coverage["ever_cells"]
+        ever_b = an.agents[b].coverage["ever_cells"]
+        union = len(ever_a | ever_b)
+        out["coverage_overlap"][f"{a}-{b}"] = {
+            "jaccard_now": summary(ov["jaccard"]),
+            "searched_both_now_cells": summary(ov["both"]),
+            "ever_both_cells": len(ever_a & ever_b),
+            "ever_either_cells": union,
+            "ever_jaccard": len(ever_a & ever_b) / union if union else None,
+        }
+    ever_all: set[int] = set()
+    for ag in an.agents.values():
+        ever_all |= ag.coverage["ever_cells"]
+    out["searched_ever_by_any_m2"] = len(ever_all) * an.cell_size**2
+    if an.room_cells is not None:
+        out["searched_ever_by_any_room_fraction"] = len(ever_all) / (
+            an.room_cells[0] * an.room_cells[1]
+        )
+    firsts = [
+        ag.metrics["time_to_first_detection_s"]
+        for ag in an.agents.values()
+        if ag.metrics.get("time_to_first_detection_s") is not None
+    ]
+    out["time_to_first_detection_s"] = min(firsts) if firsts else None
+    return out
+
+
+def run_metrics(an: Analysis) -> dict[str, Any]:
+    """The machine-readable summary (metrics.json), without the per-sample arrays."""
+    run = an.run
+    start = run.world_start or {}
+    return {
+        "run": {
+            "dir": str(run.path),
+            "t_start": an.t_start,
+            "duration_s": run.t_end - an.t_start,
+            "arena": start.get("arena"),
+            "sensing": start.get("sensing"),
+            "seed": start.get("seed"),
+            "agents": sorted(an.agents),
+            "ground_truth": an.truth is not None,
+            "notes": list(run.notes),
+            "settle_s": SETTLE,
+            "time_step_s": STEP,
+        },
+        "agents": {name: ag.metrics for name, ag in an.agents.items()},
+        "swarm": an.swarm,
+        "latency": latency_summary(an.latency),
+    }

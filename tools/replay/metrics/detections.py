@@ -1,0 +1,89 @@
+"""The detection family: what an agent's detections were judged, and the track's speed at the
+moments it detected the target (the seed's "within 10 %")."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tools.replay.load import ProcessLog
+from tools.replay.metrics.common import summary
+from tools.replay.metrics.track import TrackSamples
+from tools.replay.metrics.truth import Truth
+
+DETECTION_TRACK_WINDOW = 0.5  # s: the TRACK that carries a detection follows it within this
+
+
+SPEED_TOLERANCE = 0.10  # the seed's claim: speed within 10 % at the moments of detection
+
+
+@dataclass(frozen=True)
+class DetectionSpeed:
+    """The track's speed in the TRACK sent with an accepted detection, and the truth's."""
+
+    t: float  # the time the track refers to
+    speed: float
+    true_speed: float
+
+    @property
+    def relative_error(self) -> float:
+        return (self.speed - self.true_speed) / self.true_speed if self.true_speed > 0 else math.nan
+
+
+def detection_speeds(
+    log: ProcessLog, samples: TrackSamples, truth: Truth | None
+) -> list[DetectionSpeed]:
+    """Speed estimates at the moments of detection (updates of a running track only)."""
+    if truth is None or not len(samples):
+        return []
+    out: list[DetectionSpeed] = []
+    for det in log.events("detection"):
+        if not det.get("accepted") or det.get("reason") != "accepted":
+            continue
+        t_det = det.get("t_det")
+        if not isinstance(t_det, int | float):
+            continue
+        i = int(np.searchsorted(samples.t_log, det["t"], side="left"))
+        while i < len(samples) and samples.t[i] < t_det - 1e-9:
+            i += 1
+        if i >= len(samples) or samples.t_log[i] - det["t"] > DETECTION_TRACK_WINDOW:
+            continue
+        vx, vy = samples.x[i, 2], samples.x[i, 3]
+        true = truth.target_at(samples.t[i])[0]
+        if not np.isfinite(true).all():
+            continue
+        out.append(
+            DetectionSpeed(float(samples.t[i]), math.hypot(vx, vy), math.hypot(true[2], true[3]))
+        )
+    return out
+
+
+def detection_summary(
+    log: ProcessLog, t_start: float, speeds: Sequence[DetectionSpeed]
+) -> dict[str, Any]:
+    dets = log.events("detection")
+    verdicts: dict[str, int] = {}
+    for d in dets:
+        key = str(d.get("reason", "?"))
+        verdicts[key] = verdicts.get(key, 0) + 1
+    firsts = [d["t_det"] for d in dets if isinstance(d.get("t_det"), int | float)]
+    accepted = [
+        d["t_det"] for d in dets if d.get("accepted") and isinstance(d.get("t_det"), int | float)
+    ]
+    rel = np.array([abs(s.relative_error) for s in speeds])
+    return {
+        "detections": len(dets),
+        "verdicts": dict(sorted(verdicts.items())),
+        "time_to_first_detection_s": (min(firsts) - t_start) if firsts else None,
+        "time_to_first_accepted_detection_s": (min(accepted) - t_start) if accepted else None,
+        "speed_at_detection": {
+            "n": len(speeds),
+            "abs_relative_error": summary(rel),
+            "within_10_percent": float(np.mean(rel <= SPEED_TOLERANCE)) if rel.size else None,
+            "speed_mps": summary([s.speed for s in speeds]),
+        },
+    }

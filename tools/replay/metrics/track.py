@@ -1,0 +1,208 @@
+"""The track family: what an agent believed of the target, on the common time base, against the
+truth: errors, uncertainty and NEES consistency, and the agreement between two agents."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy.stats import chi2
+
+from agents.belief.params import TrackParams
+from agents.belief.track import cv_predict
+from agents.core import AgentConfig
+from protocol.swarm.messages import Track, from_upper_triangle
+from tools.replay.load import ProcessLog, datagram_bytes, decode_own
+from tools.replay.metrics.common import SETTLE, FloatArray, summary
+from tools.replay.metrics.truth import Truth
+
+NEES_CONFIDENCE = 0.95  # two-sided chi-square bounds
+CONFIDENT_UNCERTAINTY = AgentConfig.track_confident_uncertainty  # trace(P)/4 of a confident track
+TRACK_MAX_AGE = AgentConfig.track_max_age  # s: an older track is no belief
+
+def nees_bounds(dof: int, confidence: float = NEES_CONFIDENCE) -> tuple[float, float]:
+    """Two-sided chi-square bounds of a single-run NEES with ``dof`` degrees of freedom."""
+    tail = (1.0 - confidence) / 2.0
+    return float(chi2.ppf(tail, dof)), float(chi2.ppf(1.0 - tail, dof))
+
+
+@dataclass(frozen=True)
+class TrackSamples:
+    """Track states an agent published: when it logged them, the time they refer to, x, P."""
+
+    t_log: FloatArray
+    t: FloatArray
+    x: FloatArray  # (n, 4)
+    P: FloatArray  # (n, 4, 4)
+
+    def __len__(self) -> int:
+        return int(self.t.size)
+
+
+def _empty_samples() -> TrackSamples:
+    return TrackSamples(np.zeros(0), np.zeros(0), np.zeros((0, 4)), np.zeros((0, 4, 4)))
+
+
+def recorded_track(log: ProcessLog, swarm_id: int | None) -> TrackSamples:
+    """The agent's own TRACK datagrams and the tracks of its belief records, by log time."""
+    rows: list[tuple[float, float, FloatArray, FloatArray]] = []
+    for line in log.lines:
+        event = line["event"]
+        if event == "tx" and line.get("kind") == "track" and swarm_id is not None:
+            data = datagram_bytes(line)
+            msg = decode_own(data, swarm_id) if data is not None else None
+            if msg is not None and isinstance(msg.body, Track):
+                body = msg.body
+                x = np.asarray(body.mean, dtype=np.float64)
+                rows.append((line["t"], body.t_ref, x, from_upper_triangle(body.cov, 4)))
+        elif event == "belief" and isinstance(line.get("track"), dict):
+            tr = line["track"]
+            try:
+                x = np.asarray(tr["x"], dtype=np.float64).reshape(4)
+                P = np.asarray(tr["P"], dtype=np.float64).reshape(4, 4)
+                rows.append((line["t"], float(tr["t"]), x, P))
+            except (KeyError, TypeError, ValueError):
+                continue
+    if not rows:
+        return _empty_samples()
+    rows.sort(key=lambda r: (r[0], r[1]))
+    kept = [rows[0]]
+    for row in rows[1:]:
+        last = kept[-1]
+        if row[1] == last[1] and np.array_equal(row[2], last[2]):
+            continue  # the belief record repeats the TRACK sent at the same tick
+        kept.append(row)
+    return TrackSamples(
+        np.array([r[0] for r in kept]),
+        np.array([r[1] for r in kept]),
+        np.stack([r[2] for r in kept]),
+        np.stack([r[3] for r in kept]),
+    )
+
+
+@dataclass(frozen=True)
+class TrackSeries:
+    """An agent's track on a time base: NaN where it had none (or only a stale one)."""
+
+    t: FloatArray
+    x: FloatArray  # (n, 4)
+    P: FloatArray  # (n, 4, 4)
+
+    @property
+    def uncertainty(self) -> FloatArray:
+        """trace(P)/4, as the seed plots it."""
+        return np.trace(self.P, axis1=1, axis2=2) / 4.0
+
+    @property
+    def valid(self) -> npt.NDArray[np.bool_]:
+        return np.isfinite(self.x[:, 0])
+
+
+def resample(
+    samples: TrackSamples,
+    times: FloatArray,
+    accel_psd: float = TrackParams().accel_psd,
+    max_age: float = TRACK_MAX_AGE,
+    until: float = math.inf,
+) -> TrackSeries:
+    """At each time, the newest sample logged by then, predicted to that time.
+
+    No belief after ``until`` (the agent's last log line: a stopped agent believes nothing).
+    """
+    n = times.size
+    x = np.full((n, 4), np.nan)
+    P = np.full((n, 4, 4), np.nan)
+    if len(samples):
+        idx = np.searchsorted(samples.t_log, times, side="right") - 1
+        for k in range(n):
+            i = idx[k]
+            if i < 0 or times[k] > until:
+                continue
+            dt = float(times[k] - samples.t[i])
+            if dt > max_age:
+                continue
+            x[k], P[k] = cv_predict(samples.x[i], samples.P[i], max(dt, 0.0), accel_psd)
+    return TrackSeries(times, x, P)
+
+
+@dataclass(frozen=True)
+class TrackErrors:
+    """A track series against the truth."""
+
+    t: FloatArray  # absolute times
+    pos_err: FloatArray
+    vel_err: FloatArray
+    speed: FloatArray
+    true_speed: FloatArray
+    uncertainty: FloatArray
+    nees4: FloatArray
+    nees2: FloatArray
+
+
+def _nees(d: FloatArray, P: FloatArray) -> FloatArray:
+    out = np.full(d.shape[0], np.nan)
+    ok = np.isfinite(d).all(axis=1) & np.isfinite(P).all(axis=(1, 2))
+    for k in np.flatnonzero(ok):
+        try:
+            out[k] = float(d[k] @ np.linalg.solve(P[k], d[k]))
+        except np.linalg.LinAlgError:
+            continue
+    return out
+
+
+def track_errors(series: TrackSeries, truth: Truth) -> TrackErrors:
+    true = truth.target_at(series.t)
+    d = series.x - true
+    return TrackErrors(
+        t=series.t,
+        pos_err=np.hypot(d[:, 0], d[:, 1]),
+        vel_err=np.hypot(d[:, 2], d[:, 3]),
+        speed=np.hypot(series.x[:, 2], series.x[:, 3]),
+        true_speed=np.hypot(true[:, 2], true[:, 3]),
+        uncertainty=series.uncertainty,
+        nees4=_nees(d, series.P),
+        nees2=_nees(d[:, :2], series.P[:, :2, :2]),
+    )
+
+
+def fraction_inside(values: FloatArray, bounds: tuple[float, float]) -> float | None:
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return None
+    return float(np.mean((v >= bounds[0]) & (v <= bounds[1])))
+
+
+def error_summary(errors: TrackErrors, t_start: float, settle: float = SETTLE) -> dict[str, Any]:
+    """Position/velocity error, uncertainty and NEES consistency, overall and after ``settle``."""
+    late = errors.t - t_start >= settle
+    b4, b2 = nees_bounds(4), nees_bounds(2)
+    unc_late = errors.uncertainty[late & np.isfinite(errors.uncertainty)]
+    return {
+        "position_error_m": summary(errors.pos_err),
+        "position_error_after_settle_m": summary(errors.pos_err[late]),
+        "velocity_error_mps": summary(errors.vel_err),
+        "velocity_error_after_settle_mps": summary(errors.vel_err[late]),
+        "uncertainty": summary(errors.uncertainty),
+        "uncertainty_after_settle": summary(errors.uncertainty[late]),
+        "uncertainty_after_settle_below_0_15": (
+            float(np.mean(unc_late < 0.15)) if unc_late.size else None
+        ),
+        "nees4": {
+            "mean": summary(errors.nees4)["mean"],
+            "bounds": b4,
+            "fraction_inside": fraction_inside(errors.nees4, b4),
+        },
+        "nees2": {
+            "mean": summary(errors.nees2)["mean"],
+            "bounds": b2,
+            "fraction_inside": fraction_inside(errors.nees2, b2),
+        },
+    }
+
+
+def agreement(a: TrackSeries, b: TrackSeries) -> FloatArray:
+    """Distance between two agents' track positions at common times (NaN: either has none)."""
+    return np.hypot(a.x[:, 0] - b.x[:, 0], a.x[:, 1] - b.x[:, 1])
