@@ -4,6 +4,7 @@ Pure numpy/scipy maths: no sockets, no clocks, no protocol imports. Time comes
 in as ``now`` or ``dt`` (seconds); the agent converts wire messages to arrays.
 """
 
+from agents.belief.deposit import Detection, Footprint
 from agents.belief.fusion import (
     FusionRule,
     MatrixFusion,
@@ -14,7 +15,7 @@ from agents.belief.fusion import (
     naive_matrix,
     naive_scalar,
 )
-from agents.belief.grid import CellBlock, Detection, Footprint, GridPeak, PheromoneGrid
+from agents.belief.grid import CellBlock, GridPeak, PheromoneGrid
 from agents.belief.lattice import cell_centre, cell_index, global_to_local, origin_for
 from agents.belief.params import CHI2_2DOF_99, GridParams, ReputationParams, TrackParams
 from agents.belief.reputation import CheckOutcome, PositionClaim, ReputationTable, position_nis

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from agents.belief.deposit import Detection, Footprint
 from agents.belief.fusion import SCALAR_RULES, FusionRule
 from agents.belief.lattice import (
     FloatArray,
@@ -35,85 +36,6 @@ Int16Array = npt.NDArray[np.int16]
 
 _MAX_EXCHANGE_PER_STEP = 0.25
 """Largest per-neighbour exchange fraction of one diffusion sub-step (stable, positive)."""
-
-
-@dataclass(frozen=True)
-class Footprint:
-    """A camera's field of view on the floor: a sector seen from (x, y) looking along heading.
-
-    Cells whose centres lie within ``min_range <= r <= range`` and within ``fov / 2``
-    of the heading are observed.
-    """
-
-    x: float
-    y: float
-    heading: float
-    range: float
-    fov: float
-    min_range: float = 0.0
-
-    def __post_init__(self) -> None:
-        values = (self.x, self.y, self.heading, self.range, self.fov, self.min_range)
-        if not all(math.isfinite(v) for v in values):
-            raise ValueError("footprint values must be finite")
-        if not (self.range > 0.0 and 0.0 <= self.min_range < self.range):
-            raise ValueError("footprint needs 0 <= min_range < range")
-        if not 0.0 < self.fov <= 2.0 * math.pi:
-            raise ValueError("footprint fov must be in (0, 2π]")
-
-    def bounds(self) -> tuple[float, float, float, float]:
-        """Axis-aligned bounding box (xmin, xmax, ymin, ymax) of the sector."""
-        x, y, r = self.x, self.y, self.range
-        if self.fov >= math.pi:
-            # A wide sector: the whole disc's box is tight enough.
-            return x - r, x + r, y - r, y + r
-        half = 0.5 * self.fov
-        a1, a2 = self.heading - half, self.heading + half
-        x1, y1 = x + r * math.cos(a1), y + r * math.sin(a1)
-        x2, y2 = x + r * math.cos(a2), y + r * math.sin(a2)
-        xmin, xmax = min(x, x1, x2), max(x, x1, x2)
-        ymin, ymax = min(y, y1, y2), max(y, y1, y2)
-        # The arc reaches the disc's extreme along an axis if that direction is inside.
-        two_pi = 2.0 * math.pi
-        if abs(math.remainder(self.heading, two_pi)) <= half:
-            xmax = x + r
-        if abs(math.remainder(self.heading - math.pi, two_pi)) <= half:
-            xmin = x - r
-        if abs(math.remainder(self.heading - 0.5 * math.pi, two_pi)) <= half:
-            ymax = y + r
-        if abs(math.remainder(self.heading + 0.5 * math.pi, two_pi)) <= half:
-            ymin = y - r
-        return xmin, xmax, ymin, ymax
-
-
-@dataclass(frozen=True, eq=False)
-class Detection:
-    """A target detection in the world frame: position and its 2×2 covariance (m²)."""
-
-    x: float
-    y: float
-    cov: FloatArray
-    cov_xx: float = field(init=False, repr=False)
-    cov_xy: float = field(init=False, repr=False)
-    cov_yy: float = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        given = np.asarray(self.cov, dtype=np.float64)
-        if given.shape != (2, 2):
-            raise ValueError("detection covariance must be a 2×2 matrix")
-        (sxx, sxy), (syx, syy) = given.tolist()
-        sxy = 0.5 * (sxy + syx)
-        finite = all(math.isfinite(v) for v in (self.x, self.y, sxx, sxy, syy))
-        if not finite:
-            raise ValueError("detection position and covariance must be finite")
-        if not (sxx > 0.0 and sxx * syy - sxy * sxy > 0.0):
-            raise ValueError("detection covariance must be positive definite")
-        cov = np.array([[sxx, sxy], [sxy, syy]])
-        cov.flags.writeable = False
-        object.__setattr__(self, "cov", cov)
-        object.__setattr__(self, "cov_xx", sxx)
-        object.__setattr__(self, "cov_xy", sxy)
-        object.__setattr__(self, "cov_yy", syy)
 
 
 @dataclass(frozen=True, eq=False)
@@ -366,7 +288,7 @@ class PheromoneGrid:
 
         # info = 1/R per cell; 0 where the cell is not observed (R = ∞, K = 0).
         if footprint is not None:
-            info = self._sector(footprint, r0, r1, c0, c1) * (1.0 / p.r_miss)
+            info = footprint.sees(self._xs[c0:c1], self._ys[r0:r1]) * (1.0 / p.r_miss)
         else:
             info = np.zeros((r1 - r0, c1 - c0))
         # Positive evidence: weight = 1/R of a z = 1 measurement = exp(-d²/2) / r_hit inside
@@ -407,40 +329,6 @@ class PheromoneGrid:
         var /= t
         np.maximum(var, p.var_min, out=var)
         return int(np.count_nonzero(info))
-
-    def _sector(
-        self, footprint: Footprint, r0: int, r1: int, c0: int, c1: int
-    ) -> npt.NDArray[np.bool_]:
-        """Mask of the cells in rows r0:r1, columns c0:c1 whose centres the footprint sees.
-
-        The sector is the disc ``r <= range`` (minus ``r < min_range``) intersected with
-        the wedge between the edge directions ``e1 = heading - fov/2`` and
-        ``e2 = heading + fov/2``: ``e1 × d >= 0`` and ``d × e2 >= 0`` for a wedge of at
-        most π; a wider one is the disc minus the complementary wedge.
-        """
-        dx = self._xs[c0:c1] - footprint.x
-        dy = self._ys[r0:r1] - footprint.y
-        r = footprint.range
-        seen = np.less_equal.outer(dy * dy, r * r - dx * dx)
-        if footprint.min_range > 0.0:
-            m = footprint.min_range
-            seen &= np.greater_equal.outer(dy * dy, m * m - dx * dx)
-        fov = footprint.fov
-        if fov >= 2.0 * math.pi:
-            return seen
-        half = 0.5 * fov
-        if fov <= math.pi:
-            a1, a2 = footprint.heading - half, footprint.heading + half
-        else:
-            # the complementary wedge, excluded below
-            a1, a2 = footprint.heading + half, footprint.heading - half + 2.0 * math.pi
-        wedge = np.greater_equal.outer(dy * math.cos(a1), dx * math.sin(a1))
-        wedge &= np.less_equal.outer(dy * math.cos(a2), dx * math.sin(a2))
-        if fov <= math.pi:
-            seen &= wedge
-        else:
-            seen &= ~wedge
-        return seen
 
     def _box(self, xmin: float, xmax: float, ymin: float, ymax: float) -> _Box | None:
         """Local cells whose centres may lie in the box (padded by one cell), or None."""

@@ -33,8 +33,9 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from agents.belief.deposit import Detection, Footprint
 from agents.belief.fusion import FusionRule, ci_matrix
-from agents.belief.grid import Detection, Footprint, PheromoneGrid
+from agents.belief.grid import PheromoneGrid
 from agents.belief.params import GridParams
 from agents.belief.track import TrackFilter
 from protocol.swarm import SwarmReceiver, SwarmSender, patch_capacity, swarm_id_from_name

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agents.belief.deposit import Detection, Footprint
 from agents.belief.fusion import FusionRule
-from agents.belief.grid import CellBlock, Detection, Footprint, PheromoneGrid
+from agents.belief.grid import CellBlock, PheromoneGrid
 from agents.belief.params import GridParams
 
 # A non-square window catches any x/y (row/column) mix-up.
