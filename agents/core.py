@@ -39,10 +39,11 @@ from agents.belief.track import cv_predict
 from agents.drive_model import DriveModel
 from agents.faults import Byzantine, ByzantineSpec, Stage
 from agents.localization import LocalizerParams, PoseEKF
-from agents.navigation import BeliefView, NavDecision, Navigator, NavParams, Room, TrackView
+from agents.navigation import BeliefView, NavDecision, Navigator, NavParams, TrackView
 from agents.observations import ObservationBatch
 from agents.peers import Peer, PeerLimits, PeerTable
 from agents.rejections import RejectionSampler
+from agents.room import Room
 from protocol.clock import NoClockSample
 from protocol.errors import RejectCounters
 from protocol.swarm import (

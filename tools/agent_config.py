@@ -20,7 +20,6 @@ from typing import Any
 from agents.core import AgentConfig, Sensing
 from agents.drive_model import DriveModel
 from agents.localization import LocalizerParams
-from agents.navigation import Box, Room
 from agents.perception.tagmap import (
     CameraMount,
     Intrinsics,
@@ -28,6 +27,7 @@ from agents.perception.tagmap import (
     intrinsics_toml,
     map_from_site,
 )
+from agents.room import Box, Room
 from protocol.robotfile import KEYS, merge, to_toml
 from protocol.site import Site, site_to_toml
 from worlds.arena import Arena

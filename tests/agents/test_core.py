@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from agents.core import AgentConfig, AgentCore, OutSnapshot, Send
-from agents.navigation import Room
+from agents.room import Room
 from protocol.swarm import Heartbeat, Message, Mode, Ping, Pong, swarm_id_from_name
 
 SWARM = swarm_id_from_name("core-test")

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from agents.core import AgentConfig, AgentCore
-from agents.navigation import Room
 from agents.node import Datagram, SwarmNode
+from agents.room import Room
 from protocol.runlog import rejection
 from protocol.swarm import (
     Cells,

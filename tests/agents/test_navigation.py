@@ -9,16 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.drive_model import DriveModel
-from agents.navigation import (
-    BeliefView,
-    Box,
-    NavDecision,
-    Navigator,
-    NavMode,
-    NavParams,
-    Room,
-    TrackView,
-)
+from agents.navigation import BeliefView, NavDecision, Navigator, NavMode, NavParams, TrackView
+from agents.room import Box, Room
 
 CELL = 0.1
 EMPTY_ROOM = Room(5.0, 5.0)
