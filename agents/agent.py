@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.carlink import CarAdapter
-from agents.core import AgentConfig, AgentCore
+from agents.config import AgentConfig
+from agents.core import AgentCore
 from agents.faults import ByzantineSpec, LinkFaults
 from agents.navigation import NavDecision
 from agents.node import LogFn, SwarmNode

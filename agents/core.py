@@ -10,13 +10,18 @@ The core owns the belief grid, the track, the reputation table, the peer
 table with each peer's clock offset, the localizer and the navigator. It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
+
+Why one module of ~600 lines: it is one state machine. Every input and every
+tick reads and changes the same state (grid, track, peers, pose, pending
+cells), and the order of those changes is the behaviour; the estimators it
+drives are their own modules and its settings are :mod:`agents.config`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,24 +31,20 @@ from agents.belief import (
     CellBlock,
     Footprint,
     FusionRule,
-    GridParams,
     PheromoneGrid,
     PositionClaim,
-    ReputationParams,
     ReputationTable,
     TrackFilter,
-    TrackParams,
 )
 from agents.belief import Detection as GridDetection
 from agents.belief.track import cv_predict
-from agents.drive_model import DriveModel
+from agents.config import FUSION_NONE, PENDING_TIMEOUT, AgentConfig
 from agents.faults import Byzantine, ByzantineSpec, Stage
-from agents.localization import LocalizerParams, PoseEKF
-from agents.navigation import BeliefView, NavDecision, Navigator, NavParams, TrackView
+from agents.localization import PoseEKF
+from agents.navigation import BeliefView, NavDecision, Navigator, TrackView
 from agents.observations import ObservationBatch
-from agents.peers import Peer, PeerLimits, PeerTable
+from agents.peers import Peer, PeerTable
 from agents.rejections import RejectionSampler
-from agents.room import Room
 from protocol.clock import NoClockSample
 from protocol.errors import RejectCounters
 from protocol.swarm import (
@@ -60,96 +61,10 @@ from protocol.swarm import (
     from_upper_triangle,
     upper_triangle,
 )
-from protocol.swarm.limits import ClaimLimits, check_time, judge
+from protocol.swarm.limits import check_time, judge
 
 Address = tuple[str, int]
-FUSION_NONE = "none"  # a fusion setting: share nothing received (the no-sharing baseline)
 MAX_PENDING_CHUNKS = 64  # cell messages held per peer while its clock is not yet mapped
-PENDING_TIMEOUT = 5.0  # and for this long at most (SWARM.md: a claim is at most 5 s old)
-
-
-@dataclass(frozen=True)
-class Rates:
-    """Message and decision rates, Hz (validated)."""
-
-    tick: float = 10.0
-    heartbeat: float = 1.0
-    patch: float = 2.0
-    track: float = 5.0
-    track_burst: float = 20.0  # a new detection is sent at once, at most this often
-    ping: float = 1.0
-
-    def __post_init__(self) -> None:
-        for name, lo, hi in (
-            ("tick", 2.0, 50.0),
-            ("heartbeat", 0.1, 10.0),
-            ("patch", 0.1, 20.0),
-            ("track", 0.5, 50.0),
-            ("track_burst", 1.0, 100.0),
-            ("ping", 0.1, 10.0),
-        ):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and lo <= value <= hi):
-                raise ValueError(f"rate {name} must be in {lo:g}..{hi:g} Hz, got {value}")
-
-
-@dataclass(frozen=True)
-class Sensing:
-    """What the camera sees: used for the footprint of negative evidence."""
-
-    range: float = 3.0
-    fov: float = math.radians(62.0)
-    min_range: float = 0.15
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    name: str
-    room: Room
-    landmarks: Mapping[int, tuple[float, float]]
-    target_tag: int
-    drive: DriveModel = field(default_factory=DriveModel)
-    sensing: Sensing = field(default_factory=Sensing)
-    grid: GridParams = field(default_factory=GridParams)
-    track: TrackParams = field(default_factory=TrackParams)
-    reputation: ReputationParams = field(default_factory=ReputationParams)
-    localizer: LocalizerParams = field(default_factory=LocalizerParams)
-    nav: NavParams = field(default_factory=NavParams)
-    rates: Rates = field(default_factory=Rates)
-    fusion: str = FusionRule.CI.value  # "ci", "naive", "max_confidence" or "none"
-    use_reputation: bool = True
-    peer_lost_after: float = 3.0
-    patch_max_cells: int = 100  # one PATCH datagram of at most 100 cells at 2 Hz: ~1.7 KB/s
-    track_confident_uncertainty: float = 0.25  # trace(P)/4, m² and (m/s)² mixed, as the seed
-    track_max_age: float = 3.0  # a track with no new information for this long is not pursued
-    track_timeout: float = 6.0  # ... and after this long it is dropped: refuse, not guess
-    max_peers: int = 64
-    claim_margin: float = 1.0  # positions claimed up to this far outside the room are plausible
-    max_claimed_speed: float = 10.0  # m/s: a peer track faster than this is refused
-
-    def __post_init__(self) -> None:
-        if self.fusion not in {*(r.value for r in FusionRule), FUSION_NONE}:
-            raise ValueError(f"unknown fusion rule {self.fusion!r}")
-        if not 1 <= self.patch_max_cells <= 4096:
-            raise ValueError("patch_max_cells must be in 1..4096")
-        if not (0.0 <= self.claim_margin <= 100.0 and 0.0 < self.max_claimed_speed <= 1000.0):
-            raise ValueError("claim_margin must be in 0..100 m, max_claimed_speed in (0, 1000] m/s")
-        _ = self.peer_limits  # validates max_peers and peer_lost_after
-
-    @property
-    def peer_limits(self) -> PeerLimits:
-        return PeerLimits(max_peers=self.max_peers, lost_after=self.peer_lost_after,
-                          forget_after=max(30.0, self.peer_lost_after))
-
-    @property
-    def claim_limits(self) -> ClaimLimits:
-        """What a peer's message may claim here (SWARM.md §10)."""
-        g = self.grid
-        return ClaimLimits.for_room(
-            self.room.width, self.room.height, margin=self.claim_margin,
-            max_speed=self.max_claimed_speed, max_age=PENDING_TIMEOUT,
-            cell_var_min=g.var_min / 2, cell_var_max=4 * g.var_max,
-        )
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agents.core import AgentConfig, Sensing
+from agents.config import AgentConfig, Sensing
 from agents.drive_model import DriveModel
 from agents.localization import LocalizerParams
 from agents.perception.tagmap import (

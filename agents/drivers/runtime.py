@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.agent import Agent, Outgoing
-from agents.core import AgentConfig
+from agents.config import AgentConfig
 from agents.drivers.camera import CameraDriver
 from agents.drivers.carlock import CarLock
 from agents.drivers.console import status_line, summary_text

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from agents.core import AgentConfig, AgentCore, OutSnapshot, Send
+from agents.config import AgentConfig
+from agents.core import AgentCore, OutSnapshot, Send
 from agents.room import Room
 from protocol.swarm import Heartbeat, Message, Mode, Ping, Pong, swarm_id_from_name
 

@@ -12,7 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from agents.core import AgentConfig, AgentCore
+from agents.config import AgentConfig
+from agents.core import AgentCore
 from agents.node import Datagram, SwarmNode
 from agents.room import Room
 from protocol.runlog import rejection

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agents.belief import FusionRule
-from agents.core import FUSION_NONE
+from agents.config import FUSION_NONE
 from agents.faults import ByzantineSpec, LinkFaults
 from agents.transport import Direction
 from tools.experiments.scenario import (

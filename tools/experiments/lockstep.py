@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.agent import Agent
-from agents.core import AgentConfig, AgentCore
+from agents.config import AgentConfig
+from agents.core import AgentCore
 from agents.faults import ByzantineSpec, LinkFaults
 from agents.node import SwarmNode
 from agents.transport import Direction

@@ -24,7 +24,7 @@ from protocol.tomlfile import FileError
 from worlds.arena import Arena
 
 if TYPE_CHECKING:
-    from agents.core import AgentConfig
+    from agents.config import AgentConfig
 
 MAX_DURATION = 3600.0
 FUSIONS = ("ci", "naive", "max_confidence", "none")  # AgentConfig.fusion; checked by a test
@@ -107,7 +107,7 @@ class Scenario:
         raise KeyError(f"no agent {name!r} in scenario {self.name}")
 
     def agent_config(self, name: str) -> AgentConfig:
-        """The agent's :class:`~agents.core.AgentConfig` (arena map plus its settings)."""
+        """The agent's :class:`~agents.config.AgentConfig` (arena map plus its settings)."""
         from tools.agent_config import agent_config
         from tools.replay.rerun import apply_overrides
 

@@ -20,7 +20,8 @@ import numpy as np
 
 from agents.belief import FusionRule
 from agents.belief.track import cv_predict
-from agents.core import FUSION_NONE, AgentConfig, AgentCore
+from agents.config import FUSION_NONE, AgentConfig
+from agents.core import AgentCore
 from agents.node import replay_inputs
 from protocol.site import parse_site
 from tools.agent_config import agent_config, config_from_site
