@@ -40,7 +40,12 @@ one newer than ``t + order_tolerance`` as ``from_future``. All are counted.
 
 The low-level :meth:`PoseEKF.update_tag` and :meth:`PoseEKF.update_pose_fix`
 apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
-time-aware entry point.
+time-aware entry point. The geometry (motion step, range-bearing model, the
+pose from tags alone) is :mod:`agents.pose_geometry`.
+
+Why one module of ~590 lines: it is one filter. Its rewind-and-replay of held
+inputs, its gates and its rules for losing the pose act on one state, and
+read best side by side.
 """
 
 from __future__ import annotations
@@ -51,11 +56,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import chdtri
 
 from agents.checks import require
 from agents.drive_model import DriveModel
 from agents.observations import Detection, ObservationBatch, PoseFix, TagSighting
+from agents.pose_geometry import (
+    DEGENERATE,
+    OK,
+    TOO_FEW_TAGS,
+    TOO_UNCERTAIN,
+    PoseSolution,
+    motion_step,
+    range_bearing,
+    solve_pose_from_tags,
+    target_position,
+    wrap_angle,
+)
 from protocol.errors import RejectCounters
 
 FloatArray = npt.NDArray[np.float64]
@@ -65,30 +81,18 @@ CHI2_2DOF_99 = 9.21
 CHI2_3DOF_99 = 11.34
 """99 % quantile of χ² with 3 degrees of freedom (pose-fix gate)."""
 
-# Reasons (update results, counters, lost_reason).
-OK = ""
+# Reasons (update results, counters, lost_reason), beside the pose solver's.
 NO_POSE = "no_pose"
 GATED = "gated"
-DEGENERATE = "degenerate"
 UNKNOWN_TAG = "unknown_tag"
 UNSYNCHRONIZED = "unsynchronized"
 OUT_OF_ORDER = "out_of_order"
 TOO_OLD = "too_old"
 FROM_FUTURE = "from_future"
-TOO_FEW_TAGS = "too_few_tags"
-RESIDUAL_GATE = "residual_gate"
-AMBIGUOUS = "ambiguous"
-TOO_UNCERTAIN = "too_uncertain"
 COVARIANCE_EXCEEDED = "covariance_exceeded"
 INCONSISTENT_TAGS = "inconsistent_tags"
 TAGS_IN_FIX = "tags_in_fix"
 EMPTY = "empty"
-
-
-def wrap_angle(a: float) -> float:
-    """``a`` wrapped to (-pi, pi]."""
-    w = math.remainder(a, math.tau)
-    return math.pi if w == -math.pi else w
 
 
 
@@ -175,18 +179,6 @@ class UpdateResult:
     nis: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
-class PoseSolution:
-    """Outcome of solving a pose from tag sightings alone; ``reason`` is "" on success."""
-
-    ok: bool
-    reason: str
-    pose: FloatArray | None = None
-    cov: FloatArray | None = None
-    chi2: float | None = None
-    dof: int = 0
-
-
 @dataclass(frozen=True)
 class BatchResult:
     """What :meth:`PoseEKF.update_batch` did with one batch.
@@ -201,176 +193,6 @@ class BatchResult:
     tag_results: tuple[tuple[int, UpdateResult], ...] = ()
     pose_fix_result: UpdateResult | None = None
     detection: Detection | None = field(default=None, compare=False)
-
-
-# --------------------------------------------------------------------------- models
-
-
-def motion_step(
-    state: FloatArray, v: float, omega: float, dt: float
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """One midpoint step: (new state, F = ∂f/∂state, G = ∂f/∂(v, omega))."""
-    th = float(state[2])
-    thm = th + 0.5 * omega * dt
-    c, s = math.cos(thm), math.sin(thm)
-    new = np.array(
-        [state[0] + v * dt * c, state[1] + v * dt * s, wrap_angle(th + omega * dt)]
-    )
-    F = np.array([[1.0, 0.0, -v * dt * s], [0.0, 1.0, v * dt * c], [0.0, 0.0, 1.0]])
-    G = np.array(
-        [
-            [dt * c, -0.5 * v * dt * dt * s],
-            [dt * s, 0.5 * v * dt * dt * c],
-            [0.0, dt],
-        ]
-    )
-    return new, F, G
-
-
-def range_bearing(
-    state: FloatArray, landmark: tuple[float, float], camera_forward: float = 0.0
-) -> tuple[FloatArray, FloatArray]:
-    """Predicted (range, bearing) of ``landmark`` from ``state`` and its 2x3 Jacobian.
-
-    Raises ``ValueError`` when the landmark sits on the camera (range ≈ 0).
-    """
-    th = float(state[2])
-    ct, st = math.cos(th), math.sin(th)
-    a = camera_forward
-    dx = landmark[0] - (state[0] + a * ct)
-    dy = landmark[1] - (state[1] + a * st)
-    q = dx * dx + dy * dy
-    require(q > 1e-12, "landmark coincides with the camera")
-    r = math.sqrt(q)
-    z = np.array([r, wrap_angle(math.atan2(dy, dx) - th)])
-    H = np.array(
-        [
-            [-dx / r, -dy / r, a * (dx * st - dy * ct) / r],
-            [dy / q, -dx / q, -a * (dx * ct + dy * st) / q - 1.0],
-        ]
-    )
-    return z, H
-
-
-def target_position(
-    state: FloatArray, sighting: TagSighting, camera_forward: float = 0.0
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """World position of a sighted point, J = ∂p/∂state (2x3) and G = ∂p/∂(range, bearing)."""
-    th = float(state[2])
-    ct, st = math.cos(th), math.sin(th)
-    phi = th + sighting.bearing
-    cp, sp = math.cos(phi), math.sin(phi)
-    r, a = sighting.range, camera_forward
-    p = np.array([state[0] + a * ct + r * cp, state[1] + a * st + r * sp])
-    J = np.array([[1.0, 0.0, -a * st - r * sp], [0.0, 1.0, a * ct + r * cp]])
-    G = np.array([[cp, -r * sp], [sp, r * cp]])
-    return p, J, G
-
-
-def _circle_candidates(
-    la: tuple[float, float], ra: float, lb: tuple[float, float], rb: float
-) -> list[tuple[float, float]]:
-    """Intersections of two circles; the closest point when they do not meet."""
-    ex, ey = lb[0] - la[0], lb[1] - la[1]
-    d = math.hypot(ex, ey)
-    if d < 1e-9:
-        return []
-    ex, ey = ex / d, ey / d
-    along = (ra * ra - rb * rb + d * d) / (2.0 * d)
-    h2 = ra * ra - along * along
-    bx, by = la[0] + along * ex, la[1] + along * ey
-    if h2 <= 0.0:
-        return [(bx, by)]
-    h = math.sqrt(h2)
-    return [(bx - h * ey, by + h * ex), (bx + h * ey, by - h * ex)]
-
-
-def _residuals(
-    state: FloatArray,
-    observations: Sequence[tuple[tuple[float, float], TagSighting]],
-    camera_forward: float,
-) -> tuple[FloatArray, FloatArray]:
-    """Whitened residuals (measured - predicted) and whitened Jacobian of the predictions."""
-    res = np.empty(2 * len(observations))
-    jac = np.empty((2 * len(observations), 3))
-    for k, (lm, s) in enumerate(observations):
-        z, H = range_bearing(state, lm, camera_forward)
-        res[2 * k] = (s.range - z[0]) / s.sigma_range
-        res[2 * k + 1] = wrap_angle(s.bearing - z[1]) / s.sigma_bearing
-        jac[2 * k] = H[0] / s.sigma_range
-        jac[2 * k + 1] = H[1] / s.sigma_bearing
-    return res, jac
-
-
-def solve_pose_from_tags(
-    observations: Sequence[tuple[tuple[float, float], TagSighting]],
-    camera_forward: float = 0.0,
-    quantile: float = 0.99,
-    max_position_trace: float = 0.02,
-    max_iterations: int = 20,
-) -> PoseSolution:
-    """The pose that explains simultaneous sightings of mapped tags, or a refusal.
-
-    Every pair of sightings gives candidate camera positions (circle
-    intersections; the mirror solution is kept as a candidate), each with the
-    heading its bearings imply. Every candidate is refined by Gauss-Newton on
-    all sightings. Solutions whose whitened residual sum passes the
-    ``quantile`` of χ²(2n - 3) are kept; the answer is refused when none pass
-    (``residual_gate``), when two distinct ones pass (``ambiguous``), when the
-    geometry does not determine the pose (``degenerate``) or when the
-    covariance ``(Jᵀ R⁻¹ J)⁻¹`` is too wide (``too_uncertain``).
-    """
-    n = len(observations)
-    if n < 2:
-        return PoseSolution(False, TOO_FEW_TAGS)
-    dof = 2 * n - 3
-    gate = float(chdtri(dof, 1.0 - quantile))
-    a = camera_forward
-
-    starts: list[FloatArray] = []
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)][:10]
-    for i, j in pairs:
-        (li, si), (lj, sj) = observations[i], observations[j]
-        for cx, cy in _circle_candidates(li, si.range, lj, sj.range):
-            hs = [math.atan2(lm[1] - cy, lm[0] - cx) - s.bearing for lm, s in ((li, si), (lj, sj))]
-            th = math.atan2(sum(math.sin(h) for h in hs), sum(math.cos(h) for h in hs))
-            starts.append(np.array([cx - a * math.cos(th), cy - a * math.sin(th), th]))
-
-    solutions: list[tuple[float, FloatArray, FloatArray]] = []
-    for start in starts:
-        x = start
-        try:
-            for _ in range(max_iterations):
-                res, jac = _residuals(x, observations, a)
-                step = np.linalg.lstsq(jac, res, rcond=None)[0]
-                x = x + step
-                x[2] = wrap_angle(float(x[2]))
-                if float(np.max(np.abs(step))) < 1e-9:
-                    break
-            res, jac = _residuals(x, observations, a)
-        except ValueError:
-            continue
-        chi2 = float(res @ res)
-        if math.isfinite(chi2) and chi2 <= gate:
-            solutions.append((chi2, x, jac))
-    if not solutions:
-        return PoseSolution(False, RESIDUAL_GATE, dof=dof)
-    solutions.sort(key=lambda item: item[0])
-    chi2, best, jac = solutions[0]
-    for _, other, _ in solutions[1:]:
-        if (
-            math.hypot(other[0] - best[0], other[1] - best[1]) > 0.05
-            or abs(wrap_angle(float(other[2] - best[2]))) > 0.05
-        ):
-            return PoseSolution(False, AMBIGUOUS, chi2=chi2, dof=dof)
-    info = jac.T @ jac
-    if np.linalg.cond(info) > 1e12:
-        return PoseSolution(False, DEGENERATE, chi2=chi2, dof=dof)
-    cov = np.linalg.inv(info)
-    cov = 0.5 * (cov + cov.T)
-    if float(cov[0, 0] + cov[1, 1]) > max_position_trace:
-        return PoseSolution(False, TOO_UNCERTAIN, chi2=chi2, dof=dof)
-    return PoseSolution(True, OK, pose=best, cov=cov, chi2=chi2, dof=dof)
 
 
 # --------------------------------------------------------------------------- filter

@@ -45,16 +45,12 @@ from scipy.sparse.csgraph import dijkstra
 
 from agents.checks import finite, require
 from agents.drive_model import DriveModel
+from agents.pose_geometry import wrap_angle
 from agents.room import Room
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-
-
-def _wrap(a: float) -> float:
-    w = math.remainder(a, math.tau)
-    return math.pi if w == -math.pi else w
 
 
 class NavMode(StrEnum):
@@ -499,7 +495,7 @@ class Navigator:
                 dy -= push * uy
             if math.hypot(dx, dy) > 1e-9:
                 heading = math.atan2(dy, dx)
-        err = _wrap(heading - th)
+        err = wrap_angle(heading - th)
         omega = min(max(p.heading_gain * err, -p.omega_max), p.omega_max)
         if abs(err) > p.turn_in_place_angle:
             v = 0.0

@@ -7,16 +7,9 @@ import numpy as np
 import pytest
 
 from agents.drive_model import DriveModel
-from agents.localization import (
-    CHI2_2DOF_99,
-    LocalizerParams,
-    PoseEKF,
-    range_bearing,
-    solve_pose_from_tags,
-    target_position,
-    wrap_angle,
-)
+from agents.localization import CHI2_2DOF_99, LocalizerParams, PoseEKF
 from agents.observations import ObservationBatch, PoseFix, TagSighting
+from agents.pose_geometry import range_bearing, solve_pose_from_tags, target_position, wrap_angle
 
 CHI2_2DOF_95 = 5.991
 CHI2_3DOF_99 = 11.345
