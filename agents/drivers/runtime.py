@@ -8,6 +8,9 @@ of the agent's own code stops the car, says why and ends the process with
 status 1; the car's firmware stops it anyway 300 ms after the last DRIVE.
 
 Time is ``time.monotonic()`` everywhere (``loop.time()`` is the same clock).
+
+Why one module of ~500 lines: it is one event loop and the handlers it runs;
+the sockets, camera, discovery and control socket are the drivers beside it.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from agents.perception.pipeline import RobotSighting
+from agents.perception.records import RobotSighting
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -17,7 +17,8 @@ from agents.drivers.camera import (
     CameraDriver,
 )
 from agents.observations import ObservationBatch
-from agents.perception.pipeline import FrameResult, Pipeline, PredictedPose
+from agents.perception.pipeline import Pipeline, PredictedPose
+from agents.perception.records import FrameResult
 from protocol.mjpeg import MjpegError, encode_part, response_head
 from tests.agents.perception.scenes import wall_arena
 from tools.agent_config import simulated_tag_map

@@ -19,7 +19,7 @@ from agents.perception.chain import (
     invert,
     link_from_sighting,
 )
-from agents.perception.pipeline import RobotSighting
+from agents.perception.records import RobotSighting
 
 COV = np.diag([0.01**2, 0.01**2, math.radians(1) ** 2])
 
