@@ -60,9 +60,10 @@ def _banner(server: WorldServer) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from worlds.server import BindError, serve
+    from worlds.server import serve
     from worlds.sim import World
     from worlds.sitl_host import check_binary
+    from worlds.steps import BindError
 
     if args.duration is not None and not args.duration > 0:
         _error(f"--duration must be positive, got {args.duration}")

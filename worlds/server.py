@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import functools
 import ipaddress
 import signal
@@ -48,6 +47,7 @@ from worlds.sim import (
     WorldError,
 )
 from worlds.sitl_host import SitlHost
+from worlds.steps import BindError
 
 MAX_LAG = 0.15  # s of physics the world may be behind the clock before it skips
 RTF_PERIOD = 5.0  # s between `rtf` log events
@@ -61,17 +61,6 @@ def _same_sim_network(car: str, dst: str) -> bool:
     except ValueError:
         return False
     return any(a in net and b in net for net in SIM_NETWORKS)
-
-
-class BindError(OSError):
-    """A car endpoint could not be bound; names the address and port."""
-
-    def __init__(self, address: str, port: int, proto: str, cause: OSError) -> None:
-        why = (
-            "already in use" if cause.errno == errno.EADDRINUSE else (cause.strerror or str(cause))
-        )
-        super().__init__(cause.errno, f"cannot bind {proto} {address}:{port}: {why}")
-        self.address, self.port, self.proto = address, port, proto
 
 
 class _CarDatagrams(asyncio.DatagramProtocol):

@@ -19,6 +19,10 @@ and fed here, or the ESP32 sketch itself built for the host
 (``firmware="sitl"``, :mod:`worlds.sitl`): that one runs in its own process
 on the real clock and serves its own sockets; the world mirrors it from its
 trace and drives the body from its motor outputs (``firmware_*`` methods).
+
+Why one module of ~520 lines: it is one :class:`World`. Cars, target, physics
+and firmware advance together on one clock; the bodies, sensors, camera, a
+car's parts and the SITL bridge are their own modules.
 """
 
 from __future__ import annotations

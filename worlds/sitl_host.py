@@ -53,6 +53,7 @@ from worlds.sitl import (
     spawn,
     wheel_duties,
 )
+from worlds.steps import BindError
 
 SENSOR_PERIOD = 0.025  # s between sensor inputs to each car (telemetry goes out every 0.1 s)
 READY_TIMEOUT = 15.0  # s for every car to bind its ports and report itself healthy
@@ -103,7 +104,6 @@ class SitlHost:
 
     async def start(self) -> None:
         """Start every car; returns once each has bound its ports and is healthy."""
-        from worlds.server import BindError
 
         self.emit(self.world.drain())  # the cars' boots: their notices start the processes
         self._task(self._sensors())

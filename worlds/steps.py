@@ -1,10 +1,12 @@
-"""What the world produces and reads: datagrams, log events, steps, frames, render jobs, counters.
+"""What the world produces and reads: datagrams, log events, steps, frames, render jobs, counters,
+and the error of an endpoint it could not bind.
 
 Plain values, shared by :mod:`worlds.sim` (which re-exports them), its cars and the server.
 """
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -114,3 +116,14 @@ class Counters:
     rejected: int = 0
     probes: int = 0
     frames: int = 0
+
+
+class BindError(OSError):
+    """A car endpoint could not be bound; names the address and port."""
+
+    def __init__(self, address: str, port: int, proto: str, cause: OSError) -> None:
+        why = (
+            "already in use" if cause.errno == errno.EADDRINUSE else (cause.strerror or str(cause))
+        )
+        super().__init__(cause.errno, f"cannot bind {proto} {address}:{port}: {why}")
+        self.address, self.port, self.proto = address, port, proto
