@@ -7,7 +7,7 @@ itself is :class:`agents.faults.byzantine.Byzantine`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -15,7 +15,8 @@ from typing import Any
 from agents.faults.tokens import (
     CLEAR,
     FaultSpecError,
-    check_clear_alone,
+    Parser,
+    build_spec,
     check_duration,
     check_real,
     format_duration,
@@ -24,7 +25,6 @@ from agents.faults.tokens import (
     parse_duration,
     parse_number,
     split_tokens,
-    unknown_key,
 )
 
 MAX_BIAS = 1000.0  # metres
@@ -100,16 +100,9 @@ class ByzantineSpec:
         )
 
     @classmethod
-    def parse(cls, text: str) -> ByzantineSpec:
-        return parse_byzantine(text)
-
-    def format(self) -> str:
-        return format_byzantine(self)
-
-    @classmethod
     def from_mapping(cls, mapping: Mapping[str, object]) -> ByzantineSpec:
         """From a TOML table with the text keys; a bare number for ``replay`` is seconds."""
-        return _build(mapping_tokens(mapping), strict_units=False)
+        return build_spec(mapping_tokens(mapping), _PARSERS, ByzantineSpec, strict_units=False)
 
     def to_mapping(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -127,9 +120,6 @@ class ByzantineSpec:
 
 
 # --- the text form ----------------------------------------------------------------------
-
-Parser = Callable[[str, bool], dict[str, Any]]
-
 
 def _metres(text: str, what: str) -> float:
     t = text.strip()
@@ -172,27 +162,6 @@ _PARSERS: dict[str, Parser] = {
 }
 
 
-def _build(tokens: list[tuple[str, str, str]], *, strict_units: bool) -> ByzantineSpec:
-    if check_clear_alone(tokens):
-        return ByzantineSpec()
-    kwargs: dict[str, Any] = {}
-    seen: dict[str, str] = {}
-    for token, key, value in tokens:
-        parser = _PARSERS.get(key)
-        if parser is None:
-            raise unknown_key(token, key, [*_PARSERS, CLEAR])
-        if key in seen:
-            raise FaultSpecError(f"{key} is already set by {seen[key]!r}", token)
-        seen[key] = token
-        try:
-            parsed = parser(value, strict_units)
-            ByzantineSpec(**parsed)  # validate this token's values on their own
-        except FaultSpecError as exc:
-            raise FaultSpecError(exc.problem, token) from None
-        kwargs.update(parsed)
-    return ByzantineSpec(**kwargs)
-
-
 def parse_byzantine(text: str) -> ByzantineSpec:
     """Parse e.g. ``"bias=2,0 noise=0.3 replay=5s overconfident=10"``.
 
@@ -201,7 +170,7 @@ def parse_byzantine(text: str) -> ByzantineSpec:
     optional ``x`` suffix), ``at=send|sense``; or ``clear`` alone (an honest agent).
     Raises :class:`FaultSpecError` naming the bad token.
     """
-    return _build(split_tokens(text), strict_units=True)
+    return build_spec(split_tokens(text), _PARSERS, ByzantineSpec, strict_units=True)
 
 
 def format_byzantine(spec: ByzantineSpec) -> str:

@@ -8,7 +8,7 @@ same keys. The model that applies it is :class:`agents.faults.link_model.LinkMod
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -16,7 +16,8 @@ from typing import Any
 from agents.faults.tokens import (
     CLEAR,
     FaultSpecError,
-    check_clear_alone,
+    Parser,
+    build_spec,
     check_duration,
     check_probability,
     format_duration,
@@ -26,7 +27,6 @@ from agents.faults.tokens import (
     parse_duration,
     parse_probability,
     split_tokens,
-    unknown_key,
 )
 
 MAX_DELAY = 60.0  # seconds; a "delay" longer than this is an outage, use drop or partition
@@ -180,16 +180,10 @@ class LinkFaults:
         return None
 
     @classmethod
-    def parse(cls, text: str) -> LinkFaults:
-        return parse_faults(text)
-
-    def format(self) -> str:
-        return format_faults(self)
-
-    @classmethod
     def from_mapping(cls, mapping: Mapping[str, object]) -> LinkFaults:
         """From a TOML table with the text keys; bare numbers under duration keys are seconds."""
-        return _build(mapping_tokens(mapping), strict_units=False)
+        return build_spec(mapping_tokens(mapping), _PARSERS, LinkFaults, strict_units=False,
+                          canonical=_CANONICAL)
 
     def to_mapping(self) -> dict[str, Any]:
         """The TOML-table form (durations in seconds); ``from_mapping`` inverts it."""
@@ -215,9 +209,6 @@ class LinkFaults:
 
 
 # --- the text form ----------------------------------------------------------------------
-
-Parser = Callable[[str, bool], dict[str, Any]]
-
 
 def _parts(value: str, what: str, lo: int, hi: int) -> list[str]:
     parts = [p.strip() for p in value.split(",")]
@@ -294,28 +285,6 @@ _PARSERS: dict[str, Parser] = {
 _CANONICAL = {"duplicate": "dup"}
 
 
-def _build(tokens: list[tuple[str, str, str]], *, strict_units: bool) -> LinkFaults:
-    if check_clear_alone(tokens):
-        return LinkFaults()
-    kwargs: dict[str, Any] = {}
-    seen: dict[str, str] = {}
-    for token, key, value in tokens:
-        parser = _PARSERS.get(key)
-        if parser is None:
-            raise unknown_key(token, key, [*_PARSERS, CLEAR])
-        canonical = _CANONICAL.get(key, key)
-        if canonical in seen:
-            raise FaultSpecError(f"{canonical} is already set by {seen[canonical]!r}", token)
-        seen[canonical] = token
-        try:
-            parsed = parser(value, strict_units)
-            LinkFaults(**parsed)  # validate this token's values on their own
-        except FaultSpecError as exc:
-            raise FaultSpecError(exc.problem, token) from None
-        kwargs.update(parsed)
-    return LinkFaults(**kwargs)
-
-
 def parse_faults(text: str) -> LinkFaults:
     """Parse e.g. ``"drop=0.3 burst=0.05,0.5,1.0 delay=50ms jitter=10ms dup=0.01"``.
 
@@ -324,7 +293,8 @@ def parse_faults(text: str) -> LinkFaults:
     ``corrupt=P[,BYTES]``, ``partition=a,b|c``; or ``clear`` alone. P is a number in
     [0, 1] or a percentage; DUR needs a unit (us, ms, s). Raises :class:`FaultSpecError`.
     """
-    return _build(split_tokens(text), strict_units=True)
+    return build_spec(split_tokens(text), _PARSERS, LinkFaults, strict_units=True,
+                      canonical=_CANONICAL)
 
 
 def format_faults(spec: LinkFaults) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 CLEAR = "clear"
 
@@ -179,3 +180,40 @@ def mapping_tokens(mapping: Mapping[str, object]) -> list[tuple[str, str, str]]:
         text = mapping_value_text(key, value)
         out.append((f"{key}={text}", key.lower(), text))
     return out
+
+
+Parser = Callable[[str, bool], dict[str, Any]]
+"""One key's value text (and whether units are required) -> the spec's keyword arguments."""
+
+S = TypeVar("S")
+
+
+def build_spec(
+    tokens: Sequence[tuple[str, str, str]],
+    parsers: Mapping[str, Parser],
+    make: Callable[..., S],
+    *,
+    strict_units: bool,
+    canonical: Mapping[str, str] | None = None,
+) -> S:
+    """A spec made by ``make`` from parsed tokens; each token is checked on its own first, so an
+    error names it. ``canonical`` maps a key's synonyms to one name (set once at most)."""
+    if check_clear_alone(tokens):
+        return make()
+    kwargs: dict[str, Any] = {}
+    seen: dict[str, str] = {}
+    for token, key, value in tokens:
+        parser = parsers.get(key)
+        if parser is None:
+            raise unknown_key(token, key, [*parsers, CLEAR])
+        name = (canonical or {}).get(key, key)
+        if name in seen:
+            raise FaultSpecError(f"{name} is already set by {seen[name]!r}", token)
+        seen[name] = token
+        try:
+            parsed = parser(value, strict_units)
+            make(**parsed)  # validate this token's values on their own
+        except FaultSpecError as exc:
+            raise FaultSpecError(exc.problem, token) from None
+        kwargs.update(parsed)
+    return make(**kwargs)
