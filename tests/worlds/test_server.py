@@ -26,6 +26,7 @@ from protocol.mjpeg import (
     parse_frame_headers,
     request,
 )
+from protocol.mz01.telemetry import Telemetry
 from protocol.runlog import read_run_log
 from tests.support.lateness import Lateness
 from tests.support.sitlcar import firmware_args
@@ -355,8 +356,11 @@ def _next_boot(car: RawCar, old_boot: int, timeout: float = 5.0):
         time.sleep(0.05)  # the old boot still answers; ask again
 
 
-def test_a_dead_sitl_firmware_resets_and_its_setup_stops_the_wheels(tmp_path: Path):
-    """The PCA9685 keeps its duties across an ESP32 reset, until setup() switches them off."""
+def _signal_a_driving_sitl_car(
+    tmp_path: Path, signum: int
+) -> tuple[Path, Telemetry, Telemetry, float]:
+    """A SITL car driving in a world, its firmware process sent ``signum``; the world's run
+    directory, the telemetry before and of the next boot, and when the signal went."""
     subnet = free_subnet()
     arena = _write_arena(tmp_path, subnet)
     run_dir = tmp_path / "run"
@@ -369,13 +373,20 @@ def test_a_dead_sitl_firmware_resets_and_its_setup_stops_the_wheels(tmp_path: Pa
             car.drive_for(0.6, 0.6, 0.2)
             pid = next(e["pid"] for e in read_run_log(run_dir / "world.jsonl")
                        if e["event"] == "firmware_start" and e["car"] == 1)  # fmt: skip
-            t_kill = time.monotonic()
-            os.kill(pid, signal.SIGKILL)  # a crash, well within the DRIVE's lease
+            t_signal = time.monotonic()
+            os.kill(pid, signum)
             new = _next_boot(car, old.boot)
         finally:
             car.close()
         rc, _, err = world.stop()
     assert rc == 0, err
+    return run_dir, old, new, t_signal
+
+
+def test_a_dead_sitl_firmware_resets_and_its_setup_stops_the_wheels(tmp_path: Path):
+    """The PCA9685 keeps its duties across an ESP32 reset, until setup() switches them off."""
+    # a crash, well within the DRIVE's lease
+    run_dir, old, new, t_kill = _signal_a_driving_sitl_car(tmp_path, signal.SIGKILL)
     assert new.boot != old.boot and not new.armed
     events = [e for e in read_run_log(run_dir / "world.jsonl") if e.get("car") == 1]
     reset = next(e for e in events if e["event"] == "fault")
@@ -395,25 +406,8 @@ def test_a_dead_sitl_firmware_resets_and_its_setup_stops_the_wheels(tmp_path: Pa
 def test_a_stuck_safety_task_is_reset_by_the_task_watchdog(tmp_path: Path):
     """A jammed I2C bus stalls the safety task: the MZ01 watchdog cannot act, the task
     watchdog panics after 200 ms, and the new boot's setup() stops the wheels."""
-    subnet = free_subnet()
-    arena = _write_arena(tmp_path, subnet)
-    run_dir = tmp_path / "run"
-    with world_process(arena, run_dir, *firmware_args("sitl")) as world:
-        car = RawCar(f"{subnet}.1", 1)
-        try:
-            old = car.hello()
-            car.sync()
-            car.arm()
-            car.drive_for(0.6, 0.6, 0.2)
-            pid = next(e["pid"] for e in read_run_log(run_dir / "world.jsonl")
-                       if e["event"] == "firmware_start" and e["car"] == 1)  # fmt: skip
-            t_jam = time.monotonic()
-            os.kill(pid, signal.SIGUSR1)  # the SITL platform's fault: the I2C bus hangs
-            new = _next_boot(car, old.boot)
-        finally:
-            car.close()
-        rc, _, err = world.stop()
-    assert rc == 0, err
+    # SIGUSR1 is the SITL platform's fault: the I2C bus hangs
+    run_dir, old, new, t_jam = _signal_a_driving_sitl_car(tmp_path, signal.SIGUSR1)
     assert new.boot != old.boot
     events = [e for e in read_run_log(run_dir / "world.jsonl") if e.get("car") == 1]
     panic = next(e for e in events if e["event"] == "panic")
