@@ -36,6 +36,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from agents.perception.tagmap import Intrinsics
 from protocol.mjpeg import (
     FrameReason,
     FrameRejected,
@@ -66,16 +67,11 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class Calibration:
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-    dist: tuple[float, ...]
-    rms_px: float
-    views: int
+class Calibration(Intrinsics):
+    """Fitted intrinsics, with the fit's RMS reprojection error and how many views made it."""
+
+    rms_px: float = 0.0
+    views: int = 0
 
     def to_toml(self, board: tuple[int, int]) -> str:
         dist = ", ".join(f"{d:.8g}" for d in self.dist)
