@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import socket
 import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.control import raw_exchange
 from tests.worlds.rawcar import arena_text, free_subnet, world_process
 from worlds.control import ControlError, WorldControl, control_path, key_path, send_control
 
@@ -18,15 +17,9 @@ pytestmark = pytest.mark.slow
 
 def raw(path: Path, payload: bytes) -> dict[str, Any]:
     """Send ``payload`` after the greeting; the reply (empty when the world said nothing)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(10.0)
-        sock.connect(str(path))
-        stream = sock.makefile("rwb")
-        hello = json.loads(stream.readline())
-        assert hello["server"] == "world" and "challenge" in hello
-        sock.sendall(payload)
-        line = stream.readline()
-    return json.loads(line) if line else {}
+    hello, reply = raw_exchange(path, payload)
+    assert hello["server"] == "world" and "challenge" in hello
+    return reply
 
 
 def test_the_world_socket_is_private_and_opened_by_its_run_key(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import stat
 import threading
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from agents.drivers.control import ControlError, control_path, request, serve_control
+from tests.support.control import raw_exchange
 
 KEY = bytes(range(32))
 
@@ -51,15 +51,9 @@ def serving(path: Path, handle: Any) -> Iterator[None]:
 
 def raw(path: Path, payload: bytes) -> dict[str, Any]:
     """Send ``payload`` after the greeting; the reply (empty when the server said nothing)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(10.0)
-        sock.connect(str(path))
-        stream = sock.makefile("rwb")
-        hello = json.loads(stream.readline())
-        assert len(bytes.fromhex(hello["challenge"])) == 16  # from a fresh random source
-        sock.sendall(payload)
-        line = stream.readline()
-    return json.loads(line) if line else {}
+    hello, reply = raw_exchange(path, payload)
+    assert len(bytes.fromhex(hello["challenge"])) == 16  # from a fresh random source
+    return reply
 
 
 def _status(req: dict[str, Any]) -> dict[str, Any]:
