@@ -32,6 +32,7 @@ from enum import Enum
 from pathlib import Path
 
 from protocol.runlog import RunLog
+from worlds.link import spawn_linked
 from worlds.render import MAX_MESSAGE, RenderError, decode_reply, encode_init, encode_job
 from worlds.sim import RenderJob, World
 
@@ -92,22 +93,11 @@ class RenderHost:
         """Spawn the worker (it builds its scene in its own time); at most once."""
         if self.state is not State.IDLE:
             return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
-                ours.setsockopt(socket.SOL_SOCKET, opt, MAX_MESSAGE)
-            ours.send(encode_init(self.world.arena, self.world.seed))
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "worlds.render", str(theirs.fileno()), str(os.getpid())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, cwd=REPO,
-            )  # fmt: skip
-        except BaseException:
-            ours.close()
-            raise
-        finally:
-            theirs.close()
-        ours.setblocking(False)
+        self._proc, ours = spawn_linked(
+            lambda fd: [sys.executable, "-m", "worlds.render", str(fd), str(os.getpid())],
+            MAX_MESSAGE, first=encode_init(self.world.arena, self.world.seed),
+            stdout=subprocess.DEVNULL, cwd=REPO,
+        )  # fmt: skip
         self._sock = ours
         self.state = State.STARTING
         asyncio.get_running_loop().add_reader(ours.fileno(), self._readable)

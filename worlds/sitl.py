@@ -34,6 +34,7 @@ from protocol.mz01 import (
     StepResult,
     decode_command,
 )
+from worlds.link import spawn_linked
 
 REPO = Path(__file__).resolve().parents[1]
 SITL_BINARY = REPO / "firmware" / "build" / "sitl" / "stigmesh_car_sitl"
@@ -300,19 +301,4 @@ def spawn(binary: Path, boot: Boot) -> tuple[subprocess.Popen[bytes], socket.soc
 
     The car exits when that end closes, and is killed if its parent dies.
     """
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MAX_PACKET)
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, MAX_PACKET)
-        proc = subprocess.Popen(
-            command(binary, boot, theirs.fileno()),
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-        )
-    except BaseException:
-        ours.close()
-        raise
-    finally:
-        theirs.close()
-    ours.setblocking(False)
-    return proc, ours
+    return spawn_linked(lambda fd: command(binary, boot, fd), MAX_PACKET)
