@@ -10,6 +10,8 @@
  */
 #include "mz01_core.h"
 
+#include "bits.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -229,20 +231,6 @@ typedef struct {
     mz01_reason reason;
 } observed;
 
-static uint32_t bits_of(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
-static float f32_of(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
 static void endpoint_text(char *out, size_t cap, bool has, mz01_endpoint e)
 {
     if (!has) {
@@ -264,7 +252,7 @@ static void describe(char *out, size_t cap, const observed *o)
              "armed=%d estop=%d token=%lu left=%.9g right=%.9g bound=%s "
              "telemetry_to=%s seq=%lu feed=%llu tel=%llu motor=%d camera=%d reason=%s",
              o->armed ? 1 : 0, o->estop ? 1 : 0, (unsigned long)o->token,
-             (double)f32_of(o->left_bits), (double)f32_of(o->right_bits), bound, tel,
+             (double)bits_f32(o->left_bits), (double)bits_f32(o->right_bits), bound, tel,
              (unsigned long)o->last_seq, (unsigned long long)o->last_feed_us,
              (unsigned long long)o->last_telemetry_us, o->motor_ok ? 1 : 0,
              o->camera_ok ? 1 : 0, reason_text(o->reason));
@@ -277,8 +265,8 @@ static observed observe(const mz01_car *car)
     o.armed = car->armed;
     o.estop = car->estop;
     o.token = car->token;
-    o.left_bits = bits_of(car->left);
-    o.right_bits = bits_of(car->right);
+    o.left_bits = f32_bits(car->left);
+    o.right_bits = f32_bits(car->right);
     o.has_bound = car->has_bound;
     if (car->has_bound) {
         o.bound = car->bound;
@@ -406,8 +394,8 @@ static observed parse_observed(const runner *r, char **f)
     o.armed = parse_bit(r, f[0], "ARMED");
     o.estop = parse_bit(r, f[1], "ESTOP");
     o.token = (uint32_t)parse_u64(r, f[2], UINT32_MAX, "TOKEN");
-    o.left_bits = bits_of(parse_f32(r, f[3], "LEFT"));
-    o.right_bits = bits_of(parse_f32(r, f[4], "RIGHT"));
+    o.left_bits = f32_bits(parse_f32(r, f[3], "LEFT"));
+    o.right_bits = f32_bits(parse_f32(r, f[4], "RIGHT"));
     o.has_bound = parse_endpoint(r, f[5], &o.bound);
     o.has_telemetry_to = parse_endpoint(r, f[6], &o.telemetry_to);
     o.last_seq = (uint32_t)parse_u64(r, f[7], UINT32_MAX, "LAST_SEQ");

@@ -7,6 +7,9 @@
  */
 #include "mz01_core.h"
 
+#include "bits.h"
+#include "check.h"
+
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -15,19 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static long checks;
-static long failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        checks++;                                                          \
-        if (!(cond)) {                                                     \
-            failures++;                                                    \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                \
-        }                                                                  \
-    } while (0)
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
@@ -38,20 +28,6 @@ static uint64_t rng(void)
     rng_state ^= rng_state << 25;
     rng_state ^= rng_state >> 27;
     return rng_state * 0x2545F4914F6CDD1Dull;
-}
-
-static uint32_t f32_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
-static float bits_f32(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
 }
 
 /* ------------------------------------------------------------------ */

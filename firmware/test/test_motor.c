@@ -4,30 +4,13 @@
  */
 #include "motor_duty.h"
 
+#include "bits.h"
+#include "check.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-static long checks;
-static long failures;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        checks++;                                                          \
-        if (!(cond)) {                                                     \
-            failures++;                                                    \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                \
-        }                                                                  \
-    } while (0)
-
-static float from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
 
 /* round(|d| * 4095) half up in double, 0 stays 0, the rest lifted to min. */
 static uint16_t reference(float duty, uint16_t min_count)
@@ -66,7 +49,7 @@ int main(void)
     }
     /* the ends and the smallest duties */
     CHECK(motor_duty_to_count(0.0f, kit) == 0 && motor_duty_to_count(-0.0f, kit) == 0);
-    CHECK(motor_duty_to_count(from_bits(1u), kit) == 0);          /* subnormal: off */
+    CHECK(motor_duty_to_count(bits_f32(1u), kit) == 0);          /* subnormal: off */
     CHECK(motor_duty_to_count(0.5f / 4095.0f, kit) == kit);        /* rounds to 1: lifted */
     CHECK(motor_duty_to_count(0.49f / 4095.0f, kit) == 0);         /* rounds to 0: off */
     CHECK(motor_duty_to_count(0.2f, kit) == kit);                  /* the simulator's old deadband */
@@ -76,7 +59,7 @@ int main(void)
     const uint32_t bad[] = {0x3F800001u, 0xBF800001u, 0x7F800000u, 0xFF800000u,
                             0x7FC00000u, 0xFFC00001u, 0x7F800001u, 0x4B000000u};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        CHECK(motor_duty_to_count(from_bits(bad[i]), kit) == 0);
+        CHECK(motor_duty_to_count(bits_f32(bad[i]), kit) == 0);
     }
     /* random patterns against the reference (most are not duties: also checked) */
     long compared = 0;
@@ -85,7 +68,7 @@ int main(void)
         if (i % 2 == 0) {
             b = (b % 0x3F800001u) | (b & 0x80000000u); /* a duty in [-1, 1] */
         }
-        const float d = from_bits(b);
+        const float d = bits_f32(b);
         CHECK(motor_duty_to_count(d, kit) == reference(d, kit));
         compared++;
     }
