@@ -32,6 +32,7 @@ VAR_FLOOR = 2.0**-24  # smallest positive float16: a cell variance must stay > 0
 _I16 = (-(2**15), 2**15 - 1)
 
 T = TypeVar("T")
+B = TypeVar("B", Track, Patch)
 
 
 def _indices(values: npt.ArrayLike, name: str) -> Int16Array:
@@ -148,12 +149,7 @@ class Byzantine:
     def transform_track(self, track: Track, now: float) -> Track:
         """The TRACK a liar sends instead of ``track`` (sent at ``now``)."""
         s = self._spec
-        t_ref = track.t_ref
-        if s.replay:
-            held = self._replayed("track", now, track)
-            old = held.value
-            assert isinstance(old, Track)
-            track, t_ref = old, _restamp(old.t_ref, held.t, now)
+        track, t_ref = self._held_belief("track", now, track)
         if not self._distorts(Stage.SEND):
             if t_ref == track.t_ref:
                 return track
@@ -166,13 +162,7 @@ class Byzantine:
 
     def transform_patch(self, patch: Patch, now: float) -> Patch:
         """The PATCH a liar sends instead of ``patch`` (sent at ``now``)."""
-        s = self._spec
-        t_ref = patch.t_ref
-        if s.replay:
-            held = self._replayed("patch", now, patch)
-            old = held.value
-            assert isinstance(old, Patch)
-            patch, t_ref = old, _restamp(old.t_ref, held.t, now)
+        patch, t_ref = self._held_belief("patch", now, patch)
         if not self._distorts(Stage.SEND):
             return patch if t_ref == patch.t_ref else Patch(patch.cell_size_mm, t_ref, patch.cells)
         self._counts["patch"] += 1
@@ -235,6 +225,16 @@ class Byzantine:
             nx, ny = self._rng.normal(0.0, self._spec.noise, 2)
             dx, dy = dx + float(nx), dy + float(ny)
         return dx, dy
+
+    def _held_belief(self, stream: str, now: float, message: B) -> tuple[B, float]:
+        """The message to send (under ``replay``: the one held that long ago) and its t_ref
+        (a replayed message restamped as if it were fresh)."""
+        if not self._spec.replay:
+            return message, message.t_ref
+        held = self._replayed(stream, now, message)
+        old = held.value
+        assert isinstance(old, type(message))
+        return old, _restamp(old.t_ref, held.t, now)
 
     def _replayed(self, stream: Hashable, now: float, value: object) -> _Held[object]:
         history = self._histories.get(stream)

@@ -175,12 +175,21 @@ def trajectories(an: Analysis, out: Path) -> Path | None:
     return _save(fig, out / "trajectories.png")
 
 
-def errors(an: Analysis, out: Path) -> Path | None:
-    """Position and velocity error over time per agent, and the agents' disagreement."""
+def _against_truth(an: Analysis, rows: int, height: float) -> tuple[Figure, list[Axes]] | None:
+    """A figure of ``rows`` plots over run time, one above the other; None when there are no
+    agents or no ground truth to plot against."""
     if not an.agents or an.truth is None:
         return None
-    fig = Figure(figsize=(9, 7.5))
-    axes = [fig.add_subplot(3, 1, k + 1) for k in range(3)]
+    fig = Figure(figsize=(9, height))
+    return fig, [fig.add_subplot(rows, 1, k + 1) for k in range(rows)]
+
+
+def errors(an: Analysis, out: Path) -> Path | None:
+    """Position and velocity error over time per agent, and the agents' disagreement."""
+    figure = _against_truth(an, 3, 7.5)
+    if figure is None:
+        return None
+    fig, axes = figure
     t = an.rel(an.times)
     for i, (name, ag) in enumerate(an.agents.items()):
         if ag.errors is None:
@@ -204,10 +213,10 @@ def errors(an: Analysis, out: Path) -> Path | None:
 
 def nees(an: Analysis, out: Path) -> Path | None:
     """NEES of each track (4-state and position) with the two-sided 95 % chi-square bounds."""
-    if not an.agents or an.truth is None:
+    figure = _against_truth(an, 2, 6.0)
+    if figure is None:
         return None
-    fig = Figure(figsize=(9, 6))
-    axes = [fig.add_subplot(2, 1, k + 1) for k in range(2)]
+    fig, axes = figure
     t = an.rel(an.times)
     for ax, dof in zip(axes, (4, 2), strict=True):
         lo, hi = nees_bounds(dof)
