@@ -421,16 +421,17 @@ static bool j_string(jparse *p)
     return false;
 }
 
-static bool j_array(jparse *p, int depth)
+/* After '[' or '{': items separated by ',' up to ``close``, each read by ``item``. */
+static bool j_items(jparse *p, int depth, char close, bool (*item)(jparse *, int))
 {
-    p->i++; /* [ */
+    p->i++; /* the opening bracket */
     j_ws(p);
-    if (p->i < p->n && p->s[p->i] == ']') {
+    if (p->i < p->n && p->s[p->i] == close) {
         p->i++;
         return true;
     }
     for (;;) {
-        if (!j_value(p, depth + 1)) {
+        if (!item(p, depth)) {
             return false;
         }
         j_ws(p);
@@ -438,7 +439,7 @@ static bool j_array(jparse *p, int depth)
             p->i++;
             continue;
         }
-        if (p->i < p->n && p->s[p->i] == ']') {
+        if (p->i < p->n && p->s[p->i] == close) {
             p->i++;
             return true;
         }
@@ -446,38 +447,33 @@ static bool j_array(jparse *p, int depth)
     }
 }
 
-static bool j_object(jparse *p, int depth)
+static bool j_element(jparse *p, int depth)
 {
-    p->i++; /* { */
+    return j_value(p, depth + 1);
+}
+
+static bool j_member(jparse *p, int depth)
+{
     j_ws(p);
-    if (p->i < p->n && p->s[p->i] == '}') {
-        p->i++;
-        return true;
-    }
-    for (;;) {
-        j_ws(p);
-        if (!j_string(p)) {
-            return false;
-        }
-        j_ws(p);
-        if (p->i >= p->n || p->s[p->i] != ':') {
-            return false;
-        }
-        p->i++;
-        if (!j_value(p, depth + 1)) {
-            return false;
-        }
-        j_ws(p);
-        if (p->i < p->n && p->s[p->i] == ',') {
-            p->i++;
-            continue;
-        }
-        if (p->i < p->n && p->s[p->i] == '}') {
-            p->i++;
-            return true;
-        }
+    if (!j_string(p)) {
         return false;
     }
+    j_ws(p);
+    if (p->i >= p->n || p->s[p->i] != ':') {
+        return false;
+    }
+    p->i++;
+    return j_value(p, depth + 1);
+}
+
+static bool j_array(jparse *p, int depth)
+{
+    return j_items(p, depth, ']', j_element);
+}
+
+static bool j_object(jparse *p, int depth)
+{
+    return j_items(p, depth, '}', j_member);
 }
 
 static bool j_value(jparse *p, int depth)
