@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from protocol.mz01 import difffuzz
-from protocol.mz01.difffuzz import DEFAULT_BINARY, ROOT, fuzz, reproducer, run_batch, same_line
+from tools.vectors import difffuzz
+from tools.vectors.difffuzz import DEFAULT_BINARY, ROOT, fuzz, reproducer, run_batch, same_line
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 

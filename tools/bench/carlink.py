@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from protocol.mz01 import difffuzz
 from protocol.mz01.firmware import FirmwareModel
 from protocol.mz01.packet import Command, Kind, decode_command, encode_command
+from tools.vectors import difffuzz
 
 _FIELDS = struct.Struct(">4sBBHIIIIff")
 

@@ -6,7 +6,7 @@ near the wraps of ``uptime_ms`` and of u64, now and then a clock that runs
 backwards) go through :class:`~protocol.mz01.firmware.FirmwareModel` here and
 through ``firmware/test/mz01_diff`` (one process per batch); after every step
 the verdict, reason, whole car state, telemetry destinations, telemetry object
-and probe reply must be the same. ``python -m protocol.mz01.difffuzz`` runs it
+and probe reply must be the same. ``python -m tools.vectors.difffuzz`` runs it
 (``make -C firmware fuzz``: 50 000 sequences).
 """
 
