@@ -1,5 +1,5 @@
 /*
- * mz01_diff - the C side of the differential fuzzer (protocol/mz01/difffuzz.py).
+ * mz01_diff - the C side of the differential fuzzer (tools/vectors/difffuzz.py).
  *
  * Reads steps on stdin, one per line, runs them on the core and prints one
  * line per step with the reply and the whole car state, so that the Python
