@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from protocol.mz01 import FirmwareModel
-from worlds.arena import CarSpec
+from worlds.arena import Arena, CarSpec
 from worlds.sensors import Gyro
 from worlds.sitl import SitlFirmware
 from worlds.steps import Counters, Frame
 
-if TYPE_CHECKING:
-    from worlds.sim import World
+
+class CarsWorld(Protocol):
+    """What a car asks of the world it runs in (:class:`worlds.sim.World`)."""
+
+    arena: Arena
+    firmware: str
+    t0: float
+    t: float
+
+    def notice(self, car: int, what: str) -> None: ...
 
 BOOT_AGE = (2.0, 600.0)  # at world start each car has been up this long (uniform), s
 U32 = 0xFFFF_FFFF
@@ -23,7 +31,7 @@ U32 = 0xFFFF_FFFF
 class VirtualCar:
     """One car: its body, its firmware from its current boot, its clock and its faults."""
 
-    def __init__(self, spec: CarSpec, world: World, rng: np.random.Generator) -> None:
+    def __init__(self, spec: CarSpec, world: CarsWorld, rng: np.random.Generator) -> None:
         self.spec = spec
         self.id = spec.id
         self.rng = rng
