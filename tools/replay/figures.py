@@ -78,12 +78,23 @@ def _frame(ax: Axes, an: Analysis) -> None:
         ax.set_ylim(lo[1] - 1.0, hi[1] + 1.0)
 
 
+def _over_time(
+    an: Analysis, rows: int, height: float, *, truth: bool = False
+) -> tuple[Figure, list[Axes]] | None:
+    """A figure of ``rows`` plots over run time, one above the other; None when there are no
+    agents (or, with ``truth``, no ground truth to plot against)."""
+    if not an.agents or (truth and an.truth is None):
+        return None
+    fig = Figure(figsize=(9, height))
+    return fig, [fig.add_subplot(rows, 1, k + 1) for k in range(rows)]
+
+
 def uncertainty(an: Analysis, out: Path) -> Path | None:
     """Grid mean var (dashed) and track trace(P)/4 (solid) over time, per agent."""
-    if not an.agents:
+    figure = _over_time(an, 1, 4.5)
+    if figure is None:
         return None
-    fig = Figure(figsize=(9, 4.5))
-    ax = fig.add_subplot()
+    fig, (ax,) = figure
     for i, (name, ag) in enumerate(an.agents.items()):
         c = _colour(i)
         ax.plot(an.rel(an.times), ag.series.uncertainty, color=c, lw=1.2, label=f"{name} track")
@@ -103,10 +114,10 @@ def uncertainty(an: Analysis, out: Path) -> Path | None:
 
 def speed(an: Analysis, out: Path) -> Path | None:
     """Track speed over time, the speed at the moments of detection, and the true speed."""
-    if not an.agents:
+    figure = _over_time(an, 1, 4.5)
+    if figure is None:
         return None
-    fig = Figure(figsize=(9, 4.5))
-    ax = fig.add_subplot()
+    fig, (ax,) = figure
     for i, (name, ag) in enumerate(an.agents.items()):
         c = _colour(i)
         v = np.hypot(ag.series.x[:, 2], ag.series.x[:, 3])
@@ -175,18 +186,9 @@ def trajectories(an: Analysis, out: Path) -> Path | None:
     return _save(fig, out / "trajectories.png")
 
 
-def _against_truth(an: Analysis, rows: int, height: float) -> tuple[Figure, list[Axes]] | None:
-    """A figure of ``rows`` plots over run time, one above the other; None when there are no
-    agents or no ground truth to plot against."""
-    if not an.agents or an.truth is None:
-        return None
-    fig = Figure(figsize=(9, height))
-    return fig, [fig.add_subplot(rows, 1, k + 1) for k in range(rows)]
-
-
 def errors(an: Analysis, out: Path) -> Path | None:
     """Position and velocity error over time per agent, and the agents' disagreement."""
-    figure = _against_truth(an, 3, 7.5)
+    figure = _over_time(an, 3, 7.5, truth=True)
     if figure is None:
         return None
     fig, axes = figure
@@ -213,7 +215,7 @@ def errors(an: Analysis, out: Path) -> Path | None:
 
 def nees(an: Analysis, out: Path) -> Path | None:
     """NEES of each track (4-state and position) with the two-sided 95 % chi-square bounds."""
-    figure = _against_truth(an, 2, 6.0)
+    figure = _over_time(an, 2, 6.0, truth=True)
     if figure is None:
         return None
     fig, axes = figure
