@@ -21,6 +21,9 @@ from tools.experiments.scenario import Scenario, TimedOp
 if TYPE_CHECKING:
     from tools.procs import Swarm
 
+STARTUP = 60.0  # s an agent may take to start on a busy machine
+
+
 class RealRun:
     """The world and the agents as processes; the schedule through their control sockets."""
 
@@ -42,9 +45,12 @@ class RealRun:
 
     def start(self) -> None:
         s = self.scenario
-        self.swarm.start_world(s.duration + 15.0, ["--seed", str(s.seed)])
+        # Lifetimes are backstops: the runner stops every process when the schedule ends.
+        self.swarm.start_world(s.duration + STARTUP + 15.0, ["--seed", str(s.seed)])
         for name in s.names:
-            self.swarm.start_agent(name, s.duration + 5.0, self.agent_args(name))
+            self.swarm.start_agent(name, s.duration + STARTUP + 5.0, self.agent_args(name))
+        for name in s.names:  # the schedule's clock starts once every agent answers
+            self._control(name, {"cmd": "status"}, patience=STARTUP)
         self.t_start = time.monotonic()
 
     def elapsed(self) -> float:
