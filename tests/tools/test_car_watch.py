@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +42,20 @@ def test_status_warns_when_the_robot_id_is_not_the_expected_one(model_car: Model
     assert only.returncode == 3 and "or it is not robot 5" in only.stderr
     bad = car(addr, "status", "--expect-id", "300")
     assert bad.returncode == 2 and "robot id 1..255" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_robot_file_names_the_car_and_the_id_it_should_report(
+    model_car: ModelCar, tmp_path: Path
+) -> None:
+    robot = tmp_path / "walnut.robot.toml"
+    robot.write_text(f'name = "walnut"\ncar = "{model_car.address}"\ncar_id = 5\n')
+    result = car(str(robot), "status")
+    assert result.returncode == 0 and "car 3: disarmed" in result.stdout
+    assert "reports robot id 3, but 5 is expected" in result.stderr
+    broken = tmp_path / "broken.robot.toml"
+    broken.write_text('name = "walnut"\ncar_idd = 5\n')
+    refused = car(str(broken), "status")
+    assert refused.returncode == 2 and "did you mean 'car_id'" in refused.stderr
 
 
 def test_a_reboot_during_a_session_is_reported(model_car: ModelCar) -> None:

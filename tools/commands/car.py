@@ -27,9 +27,12 @@ import argparse
 import socket
 import sys
 import time
+from pathlib import Path
 
 from agents.drivers.carlock import CarLock, CarLockedError
 from protocol.mz01.session import PROBE_PORT, SessionState
+from protocol.robotfile import read_robot
+from protocol.tomlfile import FileError
 from tools.cartool import (
     EXIT_FAILED,
     EXIT_OK,
@@ -42,7 +45,8 @@ from tools.cartool import (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("address", help="the car's IPv4 address or host name")
+    p.add_argument("address", help="the car's IPv4 address or host name, or a robot file "
+                   "(ROBOT.toml: its car, and its car_id as --expect-id)")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--id", type=int, default=0,
                         help="talk only to this robot id; other ids are ignored (default: any)")
@@ -189,7 +193,28 @@ def _drive(tool: CarTool, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _from_robot_file(args: argparse.Namespace) -> str | None:
+    """A robot file given as the address: take its car and car_id; the error, if any."""
+    path = Path(args.address)
+    if not (args.address.endswith(".toml") and path.is_file()):
+        return None
+    try:
+        robot = read_robot(path)
+    except FileError as exc:
+        return str(exc)
+    if "car" not in robot:
+        return f"{path}: no car = ADDRESS in this robot file"
+    args.address = robot["car"]
+    if args.expect_id is None:
+        args.expect_id = robot.get("car_id")
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
+    problem = _from_robot_file(args)
+    if problem is not None:
+        print(f"stigmesh car: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     expect_ok = args.expect_id is None or 1 <= args.expect_id <= 255
     if not 0 <= args.id <= 255 or not expect_ok:
         print("stigmesh car: --id and --expect-id take a robot id 1..255", file=sys.stderr)
