@@ -18,6 +18,7 @@ from protocol.swarm.cells import BYTES_PER_CELL, Cells
 from protocol.swarm.errors import FieldError, RejectReason, SwarmDecodeError
 from protocol.swarm.messages import (
     BYE_REASON_MAX_BYTES,
+    BYTES_PER_LOOK,
     DEFAULT_DATAGRAM_LIMIT,
     MAC_LEN,
     MAX_COUNTERS,
@@ -26,6 +27,7 @@ from protocol.swarm.messages import (
     Bye,
     Heartbeat,
     Kind,
+    Look,
     Message,
     Patch,
     Ping,
@@ -33,6 +35,7 @@ from protocol.swarm.messages import (
     Snapshot,
     Track,
     check_datagram_limit,
+    looks_from_bytes,
     validate_header,
 )
 
@@ -45,6 +48,8 @@ MAX_STR_LEN = BYE_REASON_MAX_BYTES
 MAX_ARRAY_LEN = 10
 MAX_MAP_LEN = MAX_COUNTERS
 MAX_DEPTH = 3  # envelope, body, an array inside the body (a covariance, the counters)
+# One shape rule for every bin (cells and looks): its length is a multiple of 8.
+assert BYTES_PER_CELL == BYTES_PER_LOOK
 
 
 def check_key(key: bytes) -> bytes:
@@ -132,6 +137,8 @@ def body_to_wire(body: Body) -> list[Any]:
             ]
         case Bye():
             return [body.reason]
+        case Look():
+            return [body.first_seq, body.t_ref, body.range_cm, body.fov_mrad, body.to_bytes()]
     raise TypeError(f"not a message body: {type(body).__name__}")
 
 
@@ -252,6 +259,7 @@ _BODY_SPECS: dict[Kind, tuple[_FieldSpec, ...]] = {
     Kind.PONG: ("I", "F", "F", "F"),
     Kind.SNAPSHOT: ("I", "I", "I", "I", "I", "I", "I", "I", "F", "B"),
     Kind.BYE: ("S",),
+    Kind.LOOK: ("I", "F", "I", "I", "B"),
 }
 _SCALAR_TYPES: dict[str, type] = {"F": float, "I": int, "S": str, "B": bytes}
 
@@ -274,7 +282,7 @@ def _check_field(where: str, value: Any, spec: _FieldSpec) -> None:
             raise SwarmDecodeError(RejectReason.BAD_TYPE, f"{where} has the wrong type")
         if isinstance(value, bytes) and len(value) % BYTES_PER_CELL:
             raise SwarmDecodeError(
-                RejectReason.BAD_SHAPE, f"{where}: cell bin length is not a multiple of 8"
+                RejectReason.BAD_SHAPE, f"{where}: bin length is not a multiple of 8"
             )
 
 
@@ -385,6 +393,9 @@ def _build_body(kind: Kind, b: list[Any]) -> Body:
             )
         case Kind.BYE:
             return Bye(b[0])
+        case Kind.LOOK:
+            # the bin's length was checked with the shapes: its records cannot fail
+            return Look(b[0], b[1], b[2], b[3], looks_from_bytes(b[4]))
 
 
 def decode_payload(

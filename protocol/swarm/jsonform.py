@@ -12,6 +12,8 @@ from protocol.swarm.messages import (
     Bye,
     Heartbeat,
     Kind,
+    Look,
+    LookRecord,
     Message,
     Mode,
     Patch,
@@ -71,6 +73,11 @@ def body_to_json(body: Body) -> dict[str, Any]:
             }
         case Bye():
             return {"reason": body.reason}
+        case Look():
+            return {
+                "first_seq": body.first_seq, "t_ref": body.t_ref, "range_cm": body.range_cm,
+                "fov_mrad": body.fov_mrad, "looks": [list(r) for r in body.looks],
+            }
     raise TypeError(f"not a message body: {type(body).__name__}")
 
 
@@ -97,6 +104,9 @@ def body_from_json(kind: Kind, d: dict[str, Any]) -> Body:
             )
         case Kind.BYE:
             return Bye(d["reason"])
+        case Kind.LOOK:
+            return Look(d["first_seq"], d["t_ref"], d["range_cm"], d["fov_mrad"],
+                        tuple(LookRecord(*r) for r in d["looks"]))
 
 
 def message_to_json(message: Message) -> dict[str, Any]:

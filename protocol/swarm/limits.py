@@ -20,6 +20,7 @@ import numpy.typing as npt
 from protocol.swarm.messages import (
     Body,
     Heartbeat,
+    Look,
     Message,
     Mode,
     Patch,
@@ -37,6 +38,7 @@ class Implausible(StrEnum):
     VELOCITY = "implausible_velocity"  # faster than any target may move
     COVARIANCE = "implausible_covariance"  # not positive definite, or outside floor/ceiling
     CELLS = "implausible_cells"  # a cell's mu or var outside what the grid can hold
+    LOOK = "implausible_look"  # a camera reaching farther than any camera of the swarm
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class ClaimLimits:
     cell_mu_max: float = 1.01
     cell_var_min: float = 5e-7
     cell_var_max: float = 4.0
+    max_look_range: float = 10.0
 
     def __post_init__(self) -> None:
         values = [getattr(self, f) for f in self.__dataclass_fields__]
@@ -69,6 +72,8 @@ class ClaimLimits:
             raise ValueError("claim limits: the extent must have x_min < x_max, y_min < y_max")
         if not (self.max_speed > 0 and self.max_age > 0 and self.max_ahead >= 0):
             raise ValueError("claim limits: max_speed, max_age > 0 and max_ahead >= 0")
+        if not self.max_look_range > 0:
+            raise ValueError("claim limits: max_look_range must be > 0")
         if not 0 < self.var_floor < self.var_ceiling:
             raise ValueError("claim limits: need 0 < var_floor < var_ceiling")
         if not (self.cell_mu_min < self.cell_mu_max and 0 < self.cell_var_min < self.cell_var_max):
@@ -136,15 +141,28 @@ def check_cells(
     return None
 
 
+def check_look(body: Look, limits: ClaimLimits) -> Implausible | None:
+    """Every look's camera in the room (plus the margin), then the range within bounds."""
+    for r in body.looks:
+        reason = check_position(r.x_cm / 100.0, r.y_cm / 100.0, limits)
+        if reason is not None:
+            return reason
+    if body.range_m > limits.max_look_range:
+        return Implausible.LOOK
+    return None
+
+
 def check_content(body: Body, limits: ClaimLimits) -> Implausible | None:
     """The rules that need no clock: HEARTBEAT position (unless LOST_POSE), TRACK
-    position, speed and covariance, PATCH and SNAPSHOT cells."""
+    position, speed and covariance, PATCH and SNAPSHOT cells, LOOK positions and range."""
     if isinstance(body, Heartbeat):
         return None if body.mode is Mode.LOST_POSE else check_position(body.x, body.y, limits)
     if isinstance(body, Track):
         return check_track(body.mean, from_upper_triangle(body.cov, 4), limits)
     if isinstance(body, Patch | Snapshot):
         return check_cells(body.cells.mu, body.cells.var, limits)
+    if isinstance(body, Look):
+        return check_look(body, limits)
     return None
 
 
@@ -153,14 +171,17 @@ def judge(
     to_local: Callable[[float], float] | None,
 ) -> Implausible | None:
     """Every rule for one message, in SWARM.md's order: its content, then ``t_sent``, then
-    ``t_ref``, both mapped to the receiver's clock by ``to_local`` (None: no mapping yet,
-    so no time rule can run; they run when the mapping exists)."""
+    ``t_ref`` (and a LOOK's oldest look), each mapped to the receiver's clock by
+    ``to_local`` (None: no mapping yet, so no time rule can run; they run when the
+    mapping exists)."""
     reason = check_content(message.body, limits)
     if reason is not None or to_local is None:
         return reason
     times = [message.t_sent]
-    if isinstance(message.body, Track | Patch | Snapshot):
+    if isinstance(message.body, Track | Patch | Snapshot | Look):
         times.append(message.body.t_ref)
+    if isinstance(message.body, Look):
+        times.append(message.body.oldest)
     for t in times:
         reason = check_time(to_local(t), now, limits)
         if reason is not None:

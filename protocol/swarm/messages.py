@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import ClassVar, NewType
+from typing import ClassVar, NamedTuple, NewType
 
 import numpy as np
 import numpy.typing as npt
@@ -55,6 +56,7 @@ class Kind(IntEnum):
     PONG = 5
     SNAPSHOT = 6
     BYE = 7
+    LOOK = 8
 
 
 class Mode(IntEnum):
@@ -412,9 +414,103 @@ class Bye:
         _set(self, "reason", _text("reason", self.reason, 0, BYE_REASON_MAX_BYTES, is_name=False))
 
 
-Body = Heartbeat | Patch | Track | Ping | Pong | Snapshot | Bye
+BYTES_PER_LOOK = 8
+MAX_LOOKS = 64
+FOV_MRAD_MAX = 6283  # 2*pi rad is 6283.19 mrad: a whole circle rounds down to this
+HEADING_UNIT = math.pi / 32768.0  # a look's heading on the wire: int16 units of this (rad)
+_LOOK_RECORD = struct.Struct(">Hhhh")
+
+
+class LookRecord(NamedTuple):
+    """One look of a LOOK body, as it travels (SWARM.md §6b): integers only."""
+
+    age_ms: int  # u16: milliseconds before the body's t_ref
+    x_cm: int  # i16: the camera's position, centimetres
+    y_cm: int  # i16
+    heading: int  # i16: the camera's heading in units of pi/32768 rad, [-pi, pi)
+
+
+def _look_records(value: object) -> tuple[LookRecord, ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise FieldError(RejectReason.BAD_SHAPE, "looks must be a sequence of look records")
+    out = []
+    for k, item in enumerate(value):
+        if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 4:
+            raise FieldError(RejectReason.BAD_SHAPE, f"look {k} must be 4 integers")
+        out.append(LookRecord(
+            _int(f"look {k} age_ms", item[0], 0, U16_MAX),
+            _int(f"look {k} x_cm", item[1], INT16_MIN, INT16_MAX),
+            _int(f"look {k} y_cm", item[2], INT16_MIN, INT16_MAX),
+            _int(f"look {k} heading", item[3], INT16_MIN, INT16_MAX),
+        ))
+    return tuple(out)
+
+
+def looks_from_bytes(data: bytes) -> tuple[LookRecord, ...]:
+    """The records of a LOOK ``bin``; ``bad_shape`` unless its length is a multiple of 8.
+
+    Every 8-byte record is valid by its types (u16, i16, i16, i16): the count and the
+    sequence numbers are the body's checks.
+    """
+    if len(data) % BYTES_PER_LOOK:
+        raise FieldError(
+            RejectReason.BAD_SHAPE, f"look bin of {len(data)} bytes is not a multiple of 8"
+        )
+    return tuple(LookRecord(*r) for r in _LOOK_RECORD.iter_unpack(data))
+
+
+def looks_to_bytes(looks: Sequence[LookRecord]) -> bytes:
+    return b"".join(_LOOK_RECORD.pack(*r) for r in looks)
+
+
+@dataclass(frozen=True)
+class Look:
+    """Where the sender's camera looked and did not see the target (SWARM.md §5, §6b).
+
+    Looks are numbered per (sender, epoch): look ``k`` of ``looks`` has sequence number
+    ``first_seq + k``, so a receiver applies each look once however often it arrives.
+    """
+
+    KIND: ClassVar[Kind] = Kind.LOOK
+
+    first_seq: int  # u32: the look sequence number of looks[0]
+    t_ref: float  # the sender time the ages count back from
+    range_cm: int  # 1..65535: the camera's range, centimetres
+    fov_mrad: int  # 1..6283: its horizontal field of view, milliradians
+    looks: tuple[LookRecord, ...]  # 1..64 records
+
+    def __post_init__(self) -> None:
+        _set(self, "first_seq", _int("first_seq", self.first_seq, 0, U32_MAX))
+        _set(self, "t_ref", _time("t_ref", self.t_ref))
+        _set(self, "range_cm", _int("range_cm", self.range_cm, 1, U16_MAX))
+        _set(self, "fov_mrad", _int("fov_mrad", self.fov_mrad, 1, FOV_MRAD_MAX))
+        looks = _look_records(self.looks)
+        if not 1 <= len(looks) <= MAX_LOOKS:
+            raise FieldError(RejectReason.OUT_OF_RANGE, f"a LOOK holds 1..{MAX_LOOKS} looks")
+        if self.first_seq + len(looks) - 1 > U32_MAX:
+            raise FieldError(RejectReason.OUT_OF_RANGE, "look sequence numbers beyond u32")
+        _set(self, "looks", looks)
+
+    def to_bytes(self) -> bytes:
+        return looks_to_bytes(self.looks)
+
+    @property
+    def range_m(self) -> float:
+        return self.range_cm / 100.0
+
+    @property
+    def fov_rad(self) -> float:
+        return self.fov_mrad / 1000.0
+
+    @property
+    def oldest(self) -> float:
+        """The sender time of the oldest look."""
+        return self.t_ref - max(r.age_ms for r in self.looks) / 1000.0
+
+
+Body = Heartbeat | Patch | Track | Ping | Pong | Snapshot | Bye | Look
 BODY_TYPES: dict[Kind, type[Body]] = {
-    cls.KIND: cls for cls in (Heartbeat, Patch, Track, Ping, Pong, Snapshot, Bye)
+    cls.KIND: cls for cls in (Heartbeat, Patch, Track, Ping, Pong, Snapshot, Bye, Look)
 }
 
 
@@ -424,7 +520,7 @@ BODY_TYPES: dict[Kind, type[Body]] = {
 _BODY_CLASSES = tuple(BODY_TYPES.values())
 
 
-_TIMED_BODIES = (Patch, Snapshot, Track)
+_TIMED_BODIES = (Patch, Snapshot, Track, Look)
 
 
 def _check_t_ref(body: Body, t_sent: float) -> None:

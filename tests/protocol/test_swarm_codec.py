@@ -15,6 +15,7 @@ from protocol.swarm import (
     Cells,
     Heartbeat,
     Kind,
+    Look,
     Message,
     Mode,
     Patch,
@@ -67,6 +68,8 @@ SAMPLES = [
     Snapshot(3, 0, 2, 0, -3, 4, 4, 100, 99.9, cells(3, 0).slice(0, 1)),
     Bye(),
     Bye("restarting: low battery"),
+    Look(0, 99.0, 300, 1082, ((0, 100, 200, 0),)),
+    Look(2**32 - 2, 99.5, 65535, 6283, ((65535, -32768, 32767, -32768), (0, 0, 0, 32767))),
 ]
 
 
@@ -152,6 +155,12 @@ def bodies(draw):
         return Ping(draw(u32))
     if kind is Kind.PONG:
         return Pong(draw(u32), draw(st.floats(0.0, 4e9)), t, t + draw(st.floats(0, 1)))
+    if kind is Kind.LOOK:
+        n = draw(st.integers(1, 64))
+        looks = draw(st.lists(st.tuples(st.integers(0, 65535), i16, i16, i16),
+                              min_size=n, max_size=n))
+        return Look(draw(st.integers(0, 2**32 - n)), t, draw(st.integers(1, 65535)),
+                    draw(st.integers(1, 6283)), tuple(looks))
     return Bye(draw(st.text(printable, max_size=16)))
 
 
@@ -256,7 +265,7 @@ def test_wrong_shapes_and_versions():
     assert reason_of(craft([*wire[:7], [1, 2]])) == RejectReason.BAD_SHAPE
     assert reason_of(craft([2, *wire[1:]])) == RejectReason.BAD_VERSION
     assert reason_of(craft([2, 1])) == RejectReason.BAD_VERSION  # version before arity
-    assert reason_of(craft([wire[0], 8, *wire[2:]])) == RejectReason.UNKNOWN_KIND
+    assert reason_of(craft([wire[0], 9, *wire[2:]])) == RejectReason.UNKNOWN_KIND
     assert reason_of(craft([wire[0], 0, *wire[2:]])) == RejectReason.UNKNOWN_KIND
 
 

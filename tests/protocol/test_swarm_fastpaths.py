@@ -283,7 +283,13 @@ def test_the_shortcut_returns_a_kind_only_where_the_full_checks_do() -> None:
         assert fast == general and isinstance(fast, tuple)
     odd_bin = [1, 2, SWARM_ID, "walnut", 1, 1, 1.0, [100, 0.5, b"\x00" * 9]]
     assert decode_outcome(msgpack.packb(odd_bin)) == (RejectReason.BAD_SHAPE, (
-        "PATCH body[2]: cell bin length is not a multiple of 8"
+        "PATCH body[2]: bin length is not a multiple of 8"
+    ))
+    odd_looks = [1, 8, SWARM_ID, "walnut", 1, 1, 1.0, [0, 0.5, 300, 1082, b"\x00" * 12]]
+    parsed = msgpack.unpackb(msgpack.packb(odd_looks), object_pairs_hook=codec._map_pairs)
+    assert codec._well_typed_kind(parsed) is None
+    assert decode_outcome(msgpack.packb(odd_looks)) == (RejectReason.BAD_SHAPE, (
+        "LOOK body[4]: bin length is not a multiple of 8"
     ))
 
 

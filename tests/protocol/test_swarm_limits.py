@@ -70,3 +70,25 @@ def test_limits_refuse_nonsense() -> None:
         ClaimLimits(0.0, float("inf"), 0.0, 1.0)
     with pytest.raises(ValueError, match="var_floor"):
         ClaimLimits(0.0, 1.0, 0.0, 1.0, var_floor=0.0)
+
+
+def test_look_cameras_in_the_room_and_range_bounded() -> None:
+    from protocol.swarm import Look, Message
+    from protocol.swarm.limits import check_look, judge
+
+    def look(x_cm: int, range_cm: int = 300, age_ms: int = 0) -> Look:
+        return Look(1, 100.0, range_cm, 1082, ((age_ms, 100, 100, 0), (0, x_cm, 100, 0)))
+
+    assert check_look(look(600), LIM) is None  # the east wall plus the 1 m margin
+    assert check_look(look(601), LIM) is Implausible.POSITION
+    assert check_look(look(-101), LIM) is Implausible.POSITION
+    assert check_look(look(100, range_cm=1000), LIM) is None  # 10 m exactly
+    assert check_look(look(100, range_cm=1001), LIM) is Implausible.LOOK
+    assert check_look(look(601, range_cm=1001), LIM) is Implausible.POSITION  # in that order
+    # The oldest look's time is judged as t_ref is: 5 s old at most.
+    same_clock = lambda t: t  # noqa: E731
+    fresh = Message(1, "walnut", 1, 1, 100.0, look(100, age_ms=5000))
+    stale = Message(1, "walnut", 1, 1, 100.0, look(100, age_ms=5001))
+    assert judge(fresh, 100.0, LIM, same_clock) is None
+    assert judge(stale, 100.0, LIM, same_clock) is Implausible.TIME
+    assert judge(stale, 100.0, LIM, None) is None  # no mapping: no time rule

@@ -32,6 +32,8 @@ from protocol.swarm.messages import (
     Body,
     Bye,
     Heartbeat,
+    Look,
+    LookRecord,
     Message,
     Mode,
     Patch,
@@ -82,6 +84,15 @@ def _window_cells(ox: int, oy: int, w: int, h: int) -> Cells:
     )
 
 
+def _look() -> Look:
+    """Three looks a quarter of a second apart, 3 m range, 62 degrees (1082 mrad)."""
+    return Look(
+        first_seq=41, t_ref=T0 - 0.25, range_cm=300, fov_mrad=1082,
+        looks=(LookRecord(500, 150, 340, 16384), LookRecord(250, 162, 355, 12288),
+               LookRecord(0, 175, 371, -32768)),
+    )
+
+
 def valid_messages() -> list[tuple[str, str, Message]]:
     """(name, note, message) for every valid vector."""
     full = patch_messages(
@@ -111,6 +122,11 @@ def valid_messages() -> list[tuple[str, str, Message]]:
         ("snapshot_chunk1", "a 12x12 window in two chunks: second", snap[1]),
         ("bye", "clean shutdown with a reason", _msg(6, Bye("shutdown"), T0 + 9.0)),
         ("bye_empty", "clean shutdown without a reason", _msg(7, Bye(), T0 + 9.5)),
+        ("look", "three looks: x, y in cm, heading in pi/32768 rad (16384 is +pi/2, "
+         "-32768 is -pi), ages in ms before t_ref", _msg(9, _look())),
+        ("look_max", "64 looks, the most one LOOK holds, the last numbered 2^32 - 1",
+         _msg(10, Look(2**32 - 64, T0, 65535, 6283,
+                       tuple(LookRecord(65535 - k, -32768 + k, 32767 - k, k) for k in range(64))))),
         ("track_negative_zero_variance",
          "-0.0 on a covariance diagonal is 0: valid on the wire (a receiver's limits refuse it)",
          _msg(8, Track((1.0, 1.0, 0.0, 0.0), (-0.0, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.1, 0.0,
@@ -160,6 +176,7 @@ def invalid_datagrams() -> list[tuple[str, str, bytes, RejectReason, list[bytes]
     assert dup_map.count(b"\xa1b\x02") == 1
     bad_utf8 = hb_payload.replace(b"\xa6walnut", b"\xa6wal\xff\xfet")
     f16_nan, f16_one, f16_zero = 0x7E00, 0x3C00, 0x0000
+    look = _msg(9, _look())
     replayed = encode(_msg(100, Ping(1)), KEY)
     in_window_old = encode(_msg(37, Ping(1)), KEY)
     return [
@@ -257,6 +274,22 @@ def invalid_datagrams() -> list[tuple[str, str, bytes, RejectReason, list[bytes]
         ("inconsistent_snapshot_cell", "a SNAPSHOT cell outside its 3x2 window",
          _mutated(snap, _set((7, 9), _cells_bin([3], [0], [0], [f16_one]))),
          RejectReason.INCONSISTENT, []),
+        ("bad_shape_look_bin", "a LOOK bin of 12 bytes",
+         _mutated(look, _set((7, 4), b"\x00" * 12)), RejectReason.BAD_SHAPE, []),
+        ("bad_type_look_range_float", "a LOOK range of 3.0 (must be an int of cm)",
+         _mutated(look, _set((7, 2), 3.0)), RejectReason.BAD_TYPE, []),
+        ("out_of_range_look_empty", "a LOOK with no looks",
+         _mutated(look, _set((7, 4), b"")), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_look_too_many", "a LOOK of 65 looks",
+         _mutated(look, _set((7, 4), b"\x00" * 8 * 65)), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_look_fov", "a field of view of 6284 mrad (over 2 pi)",
+         _mutated(look, _set((7, 3), 6284)), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_look_range_zero", "a range of 0 cm",
+         _mutated(look, _set((7, 2), 0)), RejectReason.OUT_OF_RANGE, []),
+        ("out_of_range_look_seq", "three looks from first_seq 2^32 - 2: the last beyond u32",
+         _mutated(look, _set((7, 0), 2**32 - 2)), RejectReason.OUT_OF_RANGE, []),
+        ("inconsistent_look_t_ref", "a LOOK whose t_ref is after its t_sent",
+         _mutated(look, _set((7, 1), T0 + 1.0)), RejectReason.INCONSISTENT, []),
         ("malformed_too_deep", "a PING id nested in two more arrays (depth 4 > 3)",
          _mutated(_msg(4, Ping(1)), _set((7, 0), [[1]])), RejectReason.MALFORMED, []),
         ("malformed_very_deep", "1000 nested arrays (Python's recursion limit is near)",
@@ -317,6 +350,11 @@ def implausible_datagrams() -> list[tuple[str, str, bytes, float | None, str | N
         body = Heartbeat(x, 2.0, 0.0, (0.01, 0.0, 0.0, 0.01, 0.0, 0.01), mode, 0, 0, ())
         return encode(_msg(1, body, t_sent), KEY)
 
+    def looks(x_cm: int, range_cm: int = 300, age_ms: int = 0, t_ref: float = T0) -> bytes:
+        body = Look(5, t_ref, range_cm, 1082, (LookRecord(age_ms, 150, 200, 0),
+                                               LookRecord(0, x_cm, 200, 0)))
+        return encode(_msg(9, body), KEY)
+
     rank_one = (0.1,) * 10
     return [
         ("track_ok", "a track in the room, now", track((2.0, 2.0, 0.5, 0.0)), OFFSET, None),
@@ -354,6 +392,15 @@ def implausible_datagrams() -> list[tuple[str, str, bytes, float | None, str | N
          heartbeat(70.0, Mode.LOST_POSE), OFFSET, None),
         ("heartbeat_stale", "sent 6 s ago", heartbeat(2.0, t_sent=T0 - 6.0), OFFSET,
          "implausible_time"),
+        ("look_ok", "two looks from inside the room, 3 m range", looks(250), OFFSET, None),
+        ("look_outside", "the second look's camera 1.5 m beyond the east wall", looks(650),
+         OFFSET, "implausible_position"),
+        ("look_range", "a camera reaching 10.01 m", looks(250, range_cm=1001), OFFSET,
+         "implausible_look"),
+        ("look_oldest_stale", "t_ref now, but its first look 5.5 s old", looks(250, age_ms=5500),
+         OFFSET, "implausible_time"),
+        ("look_oldest_stale_unmapped", "the same, before the sender's clock is mapped",
+         looks(250, age_ms=5500), None, None),
     ]
 
 
