@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
@@ -53,7 +53,10 @@ from agents.room import Room
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int32]
 
+GRAPHS_KEPT = 4  # window placements whose graphs (and their trees) are kept
+TREES_KEPT = 64  # shortest-path trees kept per graph (one per source cell, ~50 KB each)
 
 
 class NavMode(StrEnum):
@@ -196,11 +199,34 @@ class _Scene:
 
 @dataclass
 class _Graph:
-    """Shortest-path graph over the free cells of one window placement."""
+    """Shortest-path graph over the free cells of one window placement.
+
+    The graph depends only on the room and where the window lies, never on the
+    belief, so the shortest-path tree from a cell is a function of that cell:
+    ``trees`` keeps the most recently used ones (read-only), and a decision from
+    a cell already planned from costs no Dijkstra, with the very same result.
+    """
 
     key: tuple[float, float, float, int, int, Room]
     blocked: BoolArray
     matrix: sparse.csr_matrix
+    trees: dict[int, tuple[FloatArray, IntArray]] = field(default_factory=dict)
+
+    def tree(self, source: int, shape: tuple[int, int]) -> tuple[FloatArray, IntArray]:
+        """Path lengths (shaped like the window) and predecessors from ``source``."""
+        tree = self.trees.pop(source, None)
+        if tree is None:
+            d, pred = dijkstra(
+                self.matrix, directed=False, indices=source, return_predecessors=True
+            )
+            dist = np.asarray(d, dtype=np.float64).reshape(shape)
+            dist.flags.writeable = False
+            pred.flags.writeable = False
+            tree = (dist, pred)
+            if len(self.trees) >= TREES_KEPT:
+                del self.trees[next(iter(self.trees))]  # the least recently used
+        self.trees[source] = tree
+        return tree
 
 
 class Navigator:
@@ -213,7 +239,7 @@ class Navigator:
         self._goal_best_dist = math.inf
         self._goal_progress_t = 0.0
         self._bans: list[tuple[float, float, float]] = []  # (x, y, until)
-        self._graph: _Graph | None = None
+        self._graphs: dict[tuple[float, float, float, int, int, Room], _Graph] = {}
 
     @property
     def goal(self) -> tuple[float, float] | None:
@@ -328,8 +354,19 @@ class Navigator:
         h, w = belief.mu.shape
         c = belief.cell_size
         key = (float(belief.xs[0]), float(belief.ys[0]), c, w, h, room)
-        if self._graph is not None and self._graph.key == key:
-            return self._graph
+        graph = self._graphs.pop(key, None)
+        if graph is None:
+            graph = self._build_graph(key, belief, room)
+            if len(self._graphs) >= GRAPHS_KEPT:
+                del self._graphs[next(iter(self._graphs))]  # the least recently used
+        self._graphs[key] = graph
+        return graph
+
+    def _build_graph(
+        self, key: tuple[float, float, float, int, int, Room], belief: BeliefView, room: Room
+    ) -> _Graph:
+        h, w = belief.mu.shape
+        c = belief.cell_size
         gx, gy = np.meshgrid(belief.xs, belief.ys)
         inside = (gx > 0.0) & (gx < room.width) & (gy > 0.0) & (gy < room.height)
         keep_out = self.params.robot_radius + self.params.planning_margin
@@ -350,8 +387,7 @@ class Navigator:
             (np.concatenate(costs), (np.concatenate(rows), np.concatenate(cols))),
             shape=(h * w, h * w),
         )
-        self._graph = _Graph(key, blocked, matrix)
-        return self._graph
+        return _Graph(key, blocked, matrix)
 
     @staticmethod
     def _cell_of(belief: BeliefView, point: tuple[float, float]) -> int | None:
@@ -380,10 +416,10 @@ class Navigator:
                         best = (d, jy * w + jx)
         return None if best is None else best[1]
 
-    def _paths(
-        self, scene: _Scene
-    ) -> tuple[FloatArray, npt.NDArray[np.int32] | None, int | None, _Graph]:
-        """Path length from the robot to every cell (inf: unreachable), predecessors, source."""
+    def _paths(self, scene: _Scene) -> tuple[FloatArray, IntArray | None, int | None, _Graph]:
+        """Path length from the robot to every cell (inf: unreachable), predecessors, source.
+
+        The predecessors are shared with later decisions: read them, never write."""
         belief = scene.belief
         graph = self._graph_for(belief, scene.room)
         x, y, _ = scene.pose
@@ -394,10 +430,10 @@ class Navigator:
             dist = np.hypot(gx - x, gy - y)
             dist[graph.blocked] = np.inf
             return dist, None, None, graph
-        d, pred = dijkstra(graph.matrix, directed=False, indices=source, return_predecessors=True)
+        d, pred = graph.tree(source, shape)
         sy, sx = divmod(source, shape[1])
         offset = math.hypot(float(belief.xs[sx]) - x, float(belief.ys[sy]) - y)
-        return (np.asarray(d, dtype=np.float64) + offset).reshape(shape), pred, source, graph
+        return d + offset, pred, source, graph
 
     def _utility(
         self, scene: _Scene
