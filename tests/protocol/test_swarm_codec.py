@@ -16,6 +16,7 @@ from protocol.swarm import (
     Heartbeat,
     Kind,
     Look,
+    LookRecord,
     Message,
     Mode,
     Patch,
@@ -68,8 +69,9 @@ SAMPLES = [
     Snapshot(3, 0, 2, 0, -3, 4, 4, 100, 99.9, cells(3, 0).slice(0, 1)),
     Bye(),
     Bye("restarting: low battery"),
-    Look(0, 99.0, 300, 1082, ((0, 100, 200, 0),)),
-    Look(2**32 - 2, 99.5, 65535, 6283, ((65535, -32768, 32767, -32768), (0, 0, 0, 32767))),
+    Look(0, 99.0, 300, 1082, (LookRecord(0, 100, 200, 0),)),
+    Look(2**32 - 2, 99.5, 65535, 6283,
+         (LookRecord(65535, -32768, 32767, -32768), LookRecord(0, 0, 0, 32767))),
 ]
 
 

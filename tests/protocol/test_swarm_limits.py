@@ -73,11 +73,12 @@ def test_limits_refuse_nonsense() -> None:
 
 
 def test_look_cameras_in_the_room_and_range_bounded() -> None:
-    from protocol.swarm import Look, Message
+    from protocol.swarm import Look, LookRecord, Message
     from protocol.swarm.limits import check_look, judge
 
     def look(x_cm: int, range_cm: int = 300, age_ms: int = 0) -> Look:
-        return Look(1, 100.0, range_cm, 1082, ((age_ms, 100, 100, 0), (0, x_cm, 100, 0)))
+        records = (LookRecord(age_ms, 100, 100, 0), LookRecord(0, x_cm, 100, 0))
+        return Look(1, 100.0, range_cm, 1082, records)
 
     assert check_look(look(600), LIM) is None  # the east wall plus the 1 m margin
     assert check_look(look(601), LIM) is Implausible.POSITION
