@@ -1,34 +1,71 @@
-"""The run directory's log format: JSON lines, one file per process.
+"""The run directory's log format: one MCAP file per process (protocol/RUNLOG.md).
 
-Every line is one JSON object with at least ``t`` (the writer's monotonic
-clock, seconds), ``proc`` (the process name) and ``event``. Bytes are written
-as base64 strings, numpy arrays as lists, floats with full precision so that
-a replay sees exactly what the process saw. Each line is written and flushed
-in one call, so a killed process damages at most its last line, and
-:func:`read_run_log` skips such a line and counts it.
+Every process writes ``NAME.mcap`` (:func:`log_path`) through :class:`RunLog`:
+its events (``t``, ``event`` and fields, exactly as RUNLOG.md lists them) go
+in msgpack on the channel ``/NAME/events``, one message per chunk holding the
+events of that chunk in order, with bytes as bytes and floats as float64; the
+belief grids go as binary arrays on ``/NAME/grid``, and the poses, tracks,
+peers and the room on the channels of the live view (protocol/scenelog.py), so
+Foxglove plays a run back as ``stigmesh view`` shows it live. Chunks
+(protocol/mcapfile.py) are closed every :data:`FLUSH_EVERY` seconds of the
+log's clock (and after each :data:`DURABLE` event): a killed process loses at
+most the chunk it was filling, and a reader sees a process's events at most
+that late.
 
-This module holds the format; the clock is always passed in by the caller.
+:class:`LogReader` is the one reader: it streams a log chunk by chunk (memory
+bounded by one chunk, whatever the run's length), follows a log that is still
+being written (each ``read()`` returns what was completed since the last),
+reads old JSON-lines logs too, and yields every event as the dict a JSON line
+used to decode to — bytes as base64 strings, arrays as lists, a belief's grid
+as ``mu_f32``/``var_f32`` float32 bytes in base64 — so readers never see the
+container. Damaged data (a truncated last chunk, a chunk that does not
+decompress, a line that is not JSON) is skipped and counted, never fatal.
 """
 
 from __future__ import annotations
 
 import base64
+import heapq
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import msgpack
 import numpy as np
-import structlog
+from mcap.exceptions import McapError
+from mcap.opcode import Opcode
+from mcap.records import Channel, Message
 
-LOG_SUFFIX = ".jsonl"
+from protocol import scene
+from protocol.mcapfile import (
+    CHUNK_BYTES,
+    MAGIC,
+    ChannelSpec,
+    McapFile,
+    chunk_data,
+    iter_messages,
+    read_record,
+    split_records,
+)
+from protocol.scenelog import ScenePainter, grid_data
+
+LOG_SUFFIX = ".mcap"
+OLD_SUFFIX = ".jsonl"  # runs written before the MCAP logs
+LOG_SUFFIXES = (LOG_SUFFIX, OLD_SUFFIX)
+EVENTS = "events"  # the topic /NAME/events
+EVENTS_ENCODING = "msgpack"
+FLUSH_EVERY = 2.0  # s of the log's clock: a chunk is closed at least this often
+# Rare events that say what was done to a process close its chunk at once, so a kill
+# right after them (a scenario's fault, then its kill) cannot take them away.
+DURABLE = frozenset({"start", "faults_set", "byzantine", "fatal", "stop"})
 
 
-def _default(value: object) -> object:
-    if isinstance(value, bytes | bytearray | memoryview):
-        return base64.b64encode(bytes(value)).decode("ascii")
+def _loggable(value: object) -> object:
+    """An array, numpy number, set or enum as the plain value both encodings write."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
@@ -40,51 +77,152 @@ def _default(value: object) -> object:
     raise TypeError(f"cannot log a {type(value).__name__}")
 
 
+def _default(value: object) -> object:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return _loggable(value)
+
+
 def dumps(obj: object, **kw: Any) -> str:
+    """One event as a JSON line (bytes as base64): ``stigmesh log cat`` prints these."""
     return json.dumps(obj, default=_default, separators=(",", ":"))
 
 
-class RunLog:
-    """Writes one process's JSON-lines log through structlog."""
+def _pack_default(value: object) -> object:
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    return _loggable(value)
 
-    def __init__(self, path: Path, process: str, clock: Callable[[], float]) -> None:
+
+def _pack(event: dict[str, Any]) -> bytes:
+    try:
+        return msgpack.packb(event, default=_pack_default, use_bin_type=True)
+    except OverflowError:  # an integer beyond 64 bits: as JSON would have read it back
+        return msgpack.packb(json.loads(dumps(event), parse_float=float, parse_int=float),
+                             use_bin_type=True)
+
+
+class RunLog:
+    """Writes one process's log (MCAP: see the module's docstring).
+
+    ``log(event, **fields)`` records an event; events an agent or the world logs
+    are also drawn on the scene channels (:class:`ScenePainter`). Thread-safe.
+    """
+
+    def __init__(self, path: Path, process: str, clock: Callable[[], float],
+                 *, flush_every: float = FLUSH_EVERY, idle_flush: bool | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.process = process
         self._clock = clock
-        self._file: IO[str] = path.open("a", encoding="utf-8", buffering=1)
+        self._flush_every = flush_every
         self._lock = threading.Lock()
-        self._logger = structlog.wrap_logger(
-            structlog.WriteLogger(self._file),
-            processors=[structlog.processors.JSONRenderer(serializer=dumps)],
-            cache_logger_on_first_use=True,
-        )
+        self._file: McapFile | None = McapFile(path, process)
+        self._events_channel = self._file.channel(
+            ChannelSpec(f"/{process}/{EVENTS}", EVENTS_ENCODING, "", "", b""))
+        self._batch: list[bytes] = []
+        self._batch_t: float | None = None
+        self._painter = ScenePainter(process)
+        self._since: float | None = None  # the log time of the chunk's first message
         self.lines = 0
+        self._closed = threading.Event()
+        # Chunks close on the log's own clock, so a log in virtual time (lockstep) is the
+        # same bytes every run; on the real clock a thread also closes a quiet log's chunk.
+        if idle_flush if idle_flush is not None else clock in (time.monotonic, time.time):
+            threading.Thread(target=self._flush_loop, name=f"runlog-{process}",
+                             daemon=True).start()
 
     def log(self, event: str, t: float | None = None, **fields: object) -> None:
-        """Write one line; ``t`` defaults to the clock's reading now."""
+        """Record one event; ``t`` defaults to the clock's reading now."""
+        stamp = self._clock() if t is None else t
+        record: dict[str, Any] = {"t": stamp, "event": event, **fields}
+        with self._lock:
+            if self._file is None:
+                return
+            for spec, data in self._painter.paint(record):  # may take the grid out of a belief
+                self._file.add(self._file.channel(spec), scene.nanoseconds(stamp), data)
+            self._batch.append(_pack(record))
+            if self._batch_t is None:
+                self._batch_t = stamp
+            self.lines += 1
+            if event in DURABLE:
+                self._close_chunk()
+            else:
+                self._pending(stamp)
+
+    def scene(self, spec: ChannelSpec, data: bytes, t: float | None = None) -> None:
+        """Write one message on a scene channel (the world's room, for instance)."""
         stamp = self._clock() if t is None else t
         with self._lock:
-            if self._file.closed:
-                return
-            self._logger.msg(t=stamp, proc=self.process, event=event, **fields)
-            self.lines += 1
+            if self._file is not None:
+                self._file.add(self._file.channel(spec), scene.nanoseconds(stamp), data)
+                self._pending(stamp)
+
+    def flush(self) -> None:
+        """Close the chunk being filled now, so readers see every event logged so far."""
+        with self._lock:
+            self._close_chunk()
+
+    def _pending(self, now: float) -> None:
+        """Something was added at ``now`` (the log's clock): close the chunk when it is due
+        or full."""
+        if self._since is None:
+            self._since = now
+        assert self._file is not None
+        if (now - self._since >= self._flush_every
+                or self._file.pending + sum(map(len, self._batch)) >= CHUNK_BYTES):
+            self._close_chunk()
+
+    def _close_chunk(self) -> None:
+        self._since = None
+        if self._file is None:
+            return
+        if self._batch:
+            assert self._batch_t is not None
+            self._file.add(self._events_channel, scene.nanoseconds(self._batch_t),
+                           b"".join(self._batch))
+            self._batch, self._batch_t = [], None
+        self._file.close_chunk()
+
+    def _flush_loop(self) -> None:
+        """Close a chunk that is due even when nothing more is logged (a quiet process)."""
+        while not self._closed.wait(self._flush_every / 4):
+            with self._lock:
+                if self._since is not None and self._clock() - self._since >= self._flush_every:
+                    self._close_chunk()
 
     def close(self) -> None:
         with self._lock:
-            if not self._file.closed:
-                self._file.flush()
-                self._file.close()
+            if self._file is None:
+                return
+            self._close_chunk()
+            self._file.finish()
+            self._file = None
+        self._closed.set()
 
 
 def log_path(run_dir: Path, process: str) -> Path:
     return run_dir / f"{process}{LOG_SUFFIX}"
 
 
+def process_logs(run_dir: Path) -> dict[str, Path]:
+    """Every process log of a run directory by process name (an MCAP log wins over an old
+    JSON-lines one of the same name)."""
+    found: dict[str, Path] = {}
+    for suffix in reversed(LOG_SUFFIXES):
+        for path in sorted(run_dir.glob(f"*{suffix}")):
+            if path.is_file():
+                found[path.name.removesuffix(suffix)] = path
+    return dict(sorted(found.items()))
+
+
+# ---------------------------------------------------------------- reading
+
+
 @dataclass
 class ReadStats:
-    lines: int = 0
-    bad_lines: int = 0
+    lines: int = 0  # events read
+    bad_lines: int = 0  # damaged: JSON lines that do not parse, MCAP records that do not decode
 
 
 MAX_INT_DIGITS = 308  # a longer integer does not fit a float, as readers use numbers
@@ -96,25 +234,194 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
-def read_run_log(path: Path, stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
-    """Yield each well-formed line as a dict; skip and count damaged ones."""
-    stats = stats if stats is not None else ReadStats()
-    with path.open("r", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            stats.lines += 1
+def _plain(value: Any) -> Any:
+    """A msgpack value as JSON would have given it: bytes as base64, nothing else changed."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _grid_f32(data: bytes, which: int, shape: tuple[int, int]) -> str:
+    values = np.frombuffer(data, dtype=np.uint8).reshape(shape[0], shape[1], 2)[:, :, which]
+    f32 = (values.astype(np.float32) / np.float32(scene.GRID_LEVELS)).astype("<f4")
+    return base64.b64encode(f32.tobytes()).decode("ascii")
+
+
+class LogReader:
+    """Reads one process's log as it grows: each :meth:`read` returns the events completed
+    since the last call; iterating streams the whole log once (see the module's docstring)."""
+
+    READ_SIZE = 1 << 20
+
+    def __init__(self, path: Path, stats: ReadStats | None = None) -> None:
+        self.path = path
+        self.stats = stats if stats is not None else ReadStats()
+        self.process = path.name.split(".")[0]
+        self._offset = 0
+        self._buffer = b""
+        self._format: str | None = None  # "mcap" or "jsonl", from the first bytes
+        self._channels: dict[int, Channel] = {}
+        self._grids: dict[int, bytes] = {}  # log time (ns) -> the grid message's data
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every event completed since the last call (none yet if the file is not there)."""
+        try:
+            with _either(self.path).open("rb") as f:
+                return list(self._consume(f))
+        except FileNotFoundError:
+            return []
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        with _either(self.path).open("rb") as f:
+            yield from self._consume(f)
+        self._finish()
+
+    def _finish(self) -> None:
+        """At the end of a whole read: what is left over is a damaged (truncated) record."""
+        rest = self._buffer.strip() if self._format == "jsonl" else self._buffer
+        if rest:
+            self.stats.bad_lines += 1
+            self.stats.lines += self._format == "jsonl"
+        self._buffer = b""
+
+    def _consume(self, f: IO[bytes]) -> Iterator[dict[str, Any]]:
+        f.seek(self._offset)
+        while True:
+            data = f.read(self.READ_SIZE)
+            if not data:
+                return
+            self._offset += len(data)
+            self._buffer += data
+            if self._format is None:
+                if len(self._buffer) < len(MAGIC) and self._buffer == MAGIC[:len(self._buffer)]:
+                    continue
+                self._format = "mcap" if self._buffer.startswith(MAGIC) else "jsonl"
+                if self._format == "mcap":
+                    self._buffer = self._buffer[len(MAGIC):]
+            yield from (self._lines() if self._format == "jsonl" else self._records())
+
+    def _lines(self) -> Iterator[dict[str, Any]]:
+        lines = self._buffer.split(b"\n")
+        self._buffer = lines.pop()  # an unfinished last line waits for its end
+        for line in lines:
+            if not line.strip():
+                continue
+            self.stats.lines += 1
             try:
-                obj = json.loads(line, parse_int=_parse_int)
+                obj = json.loads(line.decode("utf-8", errors="replace"), parse_int=_parse_int)
             except (ValueError, RecursionError):  # not JSON, a number too long, too deep
-                stats.bad_lines += 1
+                self.stats.bad_lines += 1
                 continue
             if not isinstance(obj, dict) or "event" not in obj or "t" not in obj:
-                stats.bad_lines += 1
+                self.stats.bad_lines += 1
                 continue
             yield obj
 
+    def _records(self) -> Iterator[dict[str, Any]]:
+        records, used = split_records(self._buffer)
+        self._buffer = self._buffer[used:]  # a record not all there yet waits for its end
+        for opcode, body in records:
+            if opcode == Opcode.FOOTER:
+                self._buffer = b""  # the summary was behind us; only the magic follows
+                return
+            try:
+                if opcode == Opcode.CHANNEL:
+                    self._known(body)
+                elif opcode == Opcode.CHUNK:
+                    yield from self._chunk_events(chunk_data(body))
+            except (McapError, ValueError, KeyError, IndexError, msgpack.UnpackException,
+                    UnicodeDecodeError):
+                self.stats.bad_lines += 1
+
+    def _known(self, body: bytes) -> None:
+        channel = read_record(Opcode.CHANNEL, body)
+        assert isinstance(channel, Channel)
+        self._channels[channel.id] = channel
+
+    def _chunk_events(self, data: bytes) -> Iterator[dict[str, Any]]:
+        records, _ = split_records(data)
+        for opcode, body in records:
+            if opcode == Opcode.CHANNEL:
+                self._known(body)
+            elif opcode == Opcode.MESSAGE:
+                message = read_record(opcode, body)
+                assert isinstance(message, Message)
+                channel = self._channels.get(message.channel_id)
+                if channel is None:
+                    continue
+                if channel.topic.endswith("/grid"):
+                    self._grids[message.log_time] = message.data
+                elif (channel.topic.endswith(f"/{EVENTS}")
+                      and channel.message_encoding == EVENTS_ENCODING):
+                    yield from self._events(message.data)
+        self._grids.clear()
+
+    def _events(self, data: bytes) -> Iterator[dict[str, Any]]:
+        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
+        unpacker.feed(data)
+        for obj in unpacker:
+            self.stats.lines += 1
+            if not isinstance(obj, dict) or "event" not in obj or "t" not in obj:
+                self.stats.bad_lines += 1
+                continue
+            if obj.get("grid") == "u8" and obj.get("event") == "belief":
+                self._attach_grid(obj)
+            event = {"t": obj.pop("t"), "proc": self.process}
+            event.update((k, _plain(v)) for k, v in obj.items())
+            yield event
+
+    def _attach_grid(self, obj: dict[str, Any]) -> None:
+        message = self._grids.get(scene.nanoseconds(float(obj["t"])))
+        data = grid_data(message) if message is not None else None
+        shape = obj.get("shape")
+        del obj["grid"]
+        if data is None or not isinstance(shape, list) or len(data) != 2 * shape[0] * shape[1]:
+            return
+        obj["mu_f32"] = _grid_f32(data, 0, (shape[0], shape[1]))
+        obj["var_f32"] = _grid_f32(data, 1, (shape[0], shape[1]))
+
+
+def _either(path: Path) -> Path:
+    """``path``, or when it is not there the log of the other format beside it
+    (``walnut.jsonl`` reads ``walnut.mcap``), so callers that name a log either way work."""
+    if path.suffix in LOG_SUFFIXES and not path.exists():
+        for suffix in LOG_SUFFIXES:
+            if path.with_suffix(suffix).exists():
+                return path.with_suffix(suffix)
+    return path
+
+
+def merge_logs(paths: list[Path], out: Path) -> int:
+    """Every MCAP log of ``paths`` in one MCAP file, in log-time order (each log is in time
+    order already, chunk by chunk); how many messages were written."""
+    out.unlink(missing_ok=True)
+    target = McapFile(out, "run")
+    streams = [((t, k, channel, schema, data) for channel, schema, t, data in iter_messages(p))
+               for k, p in enumerate(paths) if p.suffix == LOG_SUFFIX]
+    count = 0
+    for t, _, channel, schema, data in heapq.merge(*streams, key=lambda m: (m[0], m[1])):
+        spec = ChannelSpec(channel.topic, channel.message_encoding,
+                                 schema.name if schema else "", schema.encoding if schema else "",
+                                 schema.data if schema else b"")
+        target.add(target.channel(spec), t, data)
+        count += 1
+        if target.pending >= CHUNK_BYTES:
+            target.close_chunk()
+    target.finish()
+    return count
+
+
+def read_run_log(path: Path, stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
+    """Yield each event of a log (MCAP or old JSON lines) as a dict; skip and count damage."""
+    yield from LogReader(path, stats)
+
 
 def b64(data: str) -> bytes:
-    """Decode a bytes field written by :class:`RunLog`."""
+    """Decode a bytes field of an event as a reader yields it."""
     return base64.b64decode(data.encode("ascii"), validate=True)
 
 

@@ -39,6 +39,8 @@ COMMANDS = (
             "lockstep runs over faults x seeds x fusion rules, in parallel: one table"),
     Command("replay", "tools.commands.replay",
             "measure how beliefs converged in a run; re-run agents with other settings"),
+    Command("log", "tools.commands.log",
+            "a run's logs as JSON lines (cat, export --jsonl) or as one MCAP file"),
     Command("faults", "tools.commands.faults",
             "inject or clear faults on a running agent (or the world's cars)",
             add="add_faults_arguments", run="faults_main"),

@@ -1,7 +1,7 @@
 """A running swarm seen through its logs as they are written: the live views of demo and run.
 
-:class:`LogFollower` yields the lines appended to a log file since the last
-call; :class:`AgentView` is what one agent's log says of it so far
+:class:`LogFollower` yields the events a log completed since the last call;
+:class:`AgentView` is what one agent's log says of it so far
 (:func:`absorb` reads on); :class:`Truth` is the target's ground truth from the
 world log, which no agent ever reads.
 """
@@ -9,40 +9,13 @@ world log, which no agent ever reads.
 from __future__ import annotations
 
 import bisect
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from protocol.runlog import LogReader
 
-class LogFollower:
-    """Yields the complete JSON lines appended to a file since the last call."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._offset = 0
-        self._partial = b""
-
-    def read(self) -> list[dict[str, Any]]:
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self._offset)
-                chunk = f.read()
-        except FileNotFoundError:
-            return []
-        self._offset += len(chunk)
-        data = self._partial + chunk
-        lines = data.split(b"\n")
-        self._partial = lines.pop()  # an unfinished last line waits for its end
-        out = []
-        for line in lines:
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                out.append(obj)
-        return out
+LogFollower = LogReader  # read() returns the events a log completed since the last call
 
 
 @dataclass
@@ -83,6 +56,15 @@ class Truth:
         return self.xy[i]
 
 
+def _size(line: dict[str, Any]) -> int:
+    """A datagram's size from its base64 ``raw`` (or its logged ``size``)."""
+    raw = line.get("raw")
+    if isinstance(raw, str):
+        return len(raw) * 3 // 4 - raw.endswith("=") - raw.endswith("==")
+    size = line.get("size")
+    return size if isinstance(size, int) else 0
+
+
 def absorb(view: AgentView) -> None:
     for line in view.follower.read():
         event = line.get("event")
@@ -98,8 +80,8 @@ def absorb(view: AgentView) -> None:
         elif event == "decision":
             view.mode = str(line.get("mode", "-"))
         elif event == "tx":
-            view.tx_bytes += (len(line.get("raw", "")) * 3) // 4
+            view.tx_bytes += _size(line)
         elif event == "rx":
-            view.rx_bytes += (len(line.get("raw", "")) * 3) // 4
+            view.rx_bytes += _size(line)
             if not line.get("ok"):
                 view.rejected += 1

@@ -28,9 +28,9 @@ from typing import Any
 
 from agents.drivers.carlock import CarLock, CarLockedError
 from agents.drivers.net import LOOPBACK_BROADCAST
+from protocol.runlog import LogReader, log_path
 from protocol.swarm.messages import DEFAULT_SWARM_PORT
 from tools.agent_config import write_simulated_robot
-from tools.live import LogFollower
 from tools.swarmkey import write_key
 from worlds.arena import Arena, load_arena
 
@@ -132,6 +132,12 @@ class Swarm:
         self.procs[name] = proc
         return proc
 
+    def start_process(self, name: str, args: Sequence[str]) -> Proc:
+        """Any other ``stigmesh`` process beside the swarm (the live view), stopped with it."""
+        proc = _spawn(name, args, self.run_dir)
+        self.procs[name] = proc
+        return proc
+
     def stop_all(self, grace: float = 5.0) -> dict[str, int]:
         """Agents first (they STOP their cars and say BYE), then the world."""
         codes = {}
@@ -155,19 +161,20 @@ class Swarm:
 class RunLogs:
     """The run logs of a run directory, read incrementally while they are written.
 
-    ``lines(name)`` is everything ``name.jsonl`` holds so far, complete lines only;
-    each call reads just what was appended since the last one, so polling is cheap.
+    ``lines(name)`` is every event ``name``'s log holds so far (complete chunks only, so
+    at most protocol.runlog.FLUSH_EVERY late); each call reads just what was appended
+    since the last one, so polling is cheap.
     """
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
-        self._followers: dict[str, LogFollower] = {}
+        self._followers: dict[str, LogReader] = {}
         self._lines: dict[str, list[dict[str, Any]]] = {}
 
     def lines(self, name: str) -> list[dict[str, Any]]:
         follower = self._followers.get(name)
         if follower is None:
-            follower = self._followers[name] = LogFollower(self.run_dir / f"{name}.jsonl")
+            follower = self._followers[name] = LogReader(log_path(self.run_dir, name))
             self._lines[name] = []
         self._lines[name].extend(line for line in follower.read()
                                  if "event" in line and "t" in line)

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.runlog import read_run_log, rejection
+from protocol.runlog import process_logs, read_run_log, rejection
 
 
 @dataclass
@@ -77,11 +77,15 @@ class RunSummary:
         )
 
 
+def _either_log(run_dir: Path, name: str) -> Path | None:
+    return process_logs(run_dir).get(name)
+
+
 def summarize(run_dir: Path, names: list[str], settle: float = 20.0) -> RunSummary:
     truth_t: list[float] = []
     truth_xy: list[tuple[float, float]] = []
-    world = run_dir / "world.jsonl"
-    if world.exists():
+    world = _either_log(run_dir, "world")
+    if world is not None:
         for line in read_run_log(world):
             if line["event"] == "truth" and isinstance(line.get("target"), dict):
                 truth_t.append(float(line["t"]))
@@ -97,16 +101,17 @@ def summarize(run_dir: Path, names: list[str], settle: float = 20.0) -> RunSumma
     agents = []
     for name in names:
         s = AgentSummary(name)
-        path = run_dir / f"{name}.jsonl"
+        path = _either_log(run_dir, name)
         start = end = None
         tracks[name] = []
-        if path.exists():
+        if path is not None:
             for line in read_run_log(path):
                 event, t = line["event"], float(line["t"])
                 start = t if start is None else start
                 end = t
                 if event == "tx":
-                    s.bytes_sent += (len(line.get("raw", "")) * 3) // 4
+                    raw = line.get("raw", "")
+                    s.bytes_sent += len(raw) * 3 // 4 - raw.endswith("=") - raw.endswith("==")
                 elif (refused := rejection(line)) is not None:
                     s.rejected[refused[0]] += refused[1]
                 elif event == "detection" and s.first_detection is None:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from protocol import scene
 from protocol.runlog import RunLog, log_path
 from worlds.arena import SENSING_MODES, ArenaError, load_arena
 from worlds.control import control_path
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # the server pulls in PyBullet: keep `--help` light
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROCESS = "world"
+WORLD_FLUSH = 0.25  # s: the world's log chunks (its size is not an agent's: no budget)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,12 +96,17 @@ def main(args: argparse.Namespace) -> int:
     if len(str(control_path(run_dir).resolve())) > 100:
         _error(f"run dir path too long for a UNIX socket: {run_dir}")
         return EXIT_USAGE
-    log = RunLog(log_path(run_dir, PROCESS), PROCESS, time.monotonic)
+    # The world's log is read while it runs (truth for the live view, tests): short chunks.
+    log = RunLog(log_path(run_dir, PROCESS), PROCESS, time.monotonic, flush_every=WORLD_FLUSH)
     world = World(arena, seed=args.seed, t0=time.monotonic(), firmware=args.firmware)
     log.log(
         "start", arena=arena.name, source=arena.source, seed=world.seed,
         sensing=arena.sensing.mode, firmware=world.firmware, cars=[c.__dict__ for c in arena.cars],
     )  # fmt: skip
+    log.scene(scene.ROOM, scene.room_update(
+        time.monotonic(), (arena.room.size_x, arena.room.size_y), arena.room.wall_height,
+        [(t.id, t.x, t.y, t.z, t.yaw) for t in arena.tags],
+        [(o.x, o.y, o.size_x, o.size_y) for o in arena.obstacles]))  # the view's room
     server: WorldServer | None = None
     try:
         server = asyncio.run(serve(world, run_dir, log, args.duration, _banner))

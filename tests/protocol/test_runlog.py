@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from protocol.runlog import ReadStats, RunLog, b64, log_path, read_run_log
+from protocol.runlog import FLUSH_EVERY, LogReader, ReadStats, RunLog, b64, log_path, read_run_log
 from tests.support.clock import FakeClock
 
 
@@ -22,7 +22,7 @@ def test_lines_round_trip_with_bytes_arrays_and_exact_floats(tmp_path: Path) -> 
     clock.advance(1.0)
     log.log("tick")
     log.close()
-    lines = list(read_run_log(tmp_path / "walnut.jsonl"))
+    lines = list(read_run_log(log_path(tmp_path, "walnut")))
     assert [(d["t"], d["event"], d["proc"]) for d in lines] == [
         (12.5, "rx", "walnut"),
         (13.5, "tick", "walnut"),
@@ -32,7 +32,7 @@ def test_lines_round_trip_with_bytes_arrays_and_exact_floats(tmp_path: Path) -> 
 
 
 def test_a_killed_writer_damages_at_most_its_last_line(tmp_path: Path) -> None:
-    path = tmp_path / "victim.jsonl"
+    path = log_path(tmp_path, "victim")
     code = textwrap.dedent(
         f"""
         import time
@@ -58,3 +58,19 @@ def test_a_killed_writer_damages_at_most_its_last_line(tmp_path: Path) -> None:
     seq = [d["i"] for d in read_run_log(path, stats)]
     assert seq == list(range(len(seq))) and len(seq) > 100
     assert stats.bad_lines <= 1
+
+
+def test_a_chunk_closes_on_its_clock_and_at_once_after_a_durable_event(tmp_path: Path) -> None:
+    clock = FakeClock(100.0)
+    path = log_path(tmp_path, "walnut")
+    log = RunLog(path, "walnut", clock)
+    reader = LogReader(path)
+    log.log("tick")
+    assert reader.read() == []  # still in the chunk being filled
+    clock.advance(FLUSH_EVERY)
+    log.log("tick")  # the chunk is due: closed with both ticks
+    assert [e["t"] for e in reader.read()] == [100.0, 100.0 + FLUSH_EVERY]
+    log.log("faults_set", direction="in", spec="drop=0.5")  # a kill now must not lose it
+    assert [e["event"] for e in reader.read()] == ["faults_set"]
+    log.close()
+    assert reader.read() == []

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
 from tools.commands import replay as replay_main
 from tools.procs import Swarm
@@ -38,7 +38,7 @@ def test_two_camera_cars_localize_detect_share_and_replay(two_car_swarm: Swarm) 
     assert codes == {"walnut": 0, "hazel": 0}, (procs[1].tail(), procs[2].tail())
     swarm.stop_all()
     for name in ("walnut", "hazel"):
-        log = list(read_run_log(run / f"{name}.jsonl"))
+        log = list(read_run_log(log_path(run, name)))
         staged = [line for line in log if line["event"] == "obs" and "stages" in line]
         poses = [line for line in log if line["event"] == "pose_acquired"]
         detections = [line for line in log if line["event"] == "detection"]

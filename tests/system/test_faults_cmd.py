@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agents.drivers.control import ControlError, control_path, request
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
 from tools import cli as stigmesh
 from tools.commands import faults  # noqa: F401  (imported now: cli_here must not wait for it)
@@ -88,8 +88,8 @@ def test_faults_status_and_the_key(two_car_swarm: Swarm) -> None:
     # Then the test stops both.
     assert swarm.stop("walnut", "hazel") == {"walnut": 0, "hazel": 0}, (procs[1].tail(),
                                                                         procs[2].tail())
-    hazel_log = list(read_run_log(Path(run) / "hazel.jsonl"))
+    hazel_log = list(read_run_log(log_path(Path(run), "hazel")))
     events = [line["event"] for line in hazel_log]
     assert "faults_set" in events and "peer_lost" in events and "peer_returned" in events
-    walnut_log = list(read_run_log(Path(run) / "walnut.jsonl"))
+    walnut_log = list(read_run_log(log_path(Path(run), "walnut")))
     assert any(line["event"] == "byzantine" for line in walnut_log)

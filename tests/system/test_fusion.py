@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tests.system.conftest import BACKSTOP, RunLogs, make_swarm, private_swarm_args, wait_for
 
 # Each wait below has its own deadline; this bounds the whole test on a busy machine.
@@ -41,12 +41,12 @@ def test_the_blind_robot_tracks_the_target_through_fused_messages(tmp_path: Path
         swarm.stop_all()
     run = swarm.run_dir
     truth_t, truth_xy = [], []
-    for line in read_run_log(run / "world.jsonl"):
+    for line in read_run_log(log_path(run, "world")):
         if line["event"] == "truth":
             truth_t.append(line["t"])
             truth_xy.append((line["target"]["x"], line["target"]["y"]))
-    hazel = list(read_run_log(run / "hazel.jsonl"))
-    walnut = list(read_run_log(run / "walnut.jsonl"))
+    hazel = list(read_run_log(log_path(run, "hazel")))
+    walnut = list(read_run_log(log_path(run, "walnut")))
     assert not [line for line in hazel if line["event"] == "detection"], "hazel saw it"
     assert [line for line in walnut if line["event"] == "detection"]
     fused = [line for line in hazel if line["event"] == "peer_track" and line["fused"]]

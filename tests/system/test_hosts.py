@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tests.system.conftest import make_swarm, private_swarm_args
 from tools.procs import Swarm, running
 from tools.swarmkey import write_key
@@ -83,9 +83,9 @@ def test_status_from_the_swarm_faults_over_tcp_and_a_wrong_key(tmp_path: Path) -
         out = swarm.run_dir / "walnut.out"
         wait_for("walnut warns of a wrong key",
                  lambda: "wrong swarm key on 127." in out.read_text(errors="replace"))
-    walnut = list(read_run_log(swarm.run_dir / "walnut.jsonl"))
+    walnut = list(read_run_log(log_path(swarm.run_dir, "walnut")))
     # mDNS may name pecan (adverts carry no key): an address to try, never a peer
     assert not [e for e in walnut if e.get("peer") == "pecan" and e["event"] != "discovered"]
     assert any(e["event"] == "warning" and e["key"].startswith("bad_mac:") for e in walnut)
-    pecan = list(read_run_log(swarm.run_dir / "pecan.jsonl"))
+    pecan = list(read_run_log(log_path(swarm.run_dir, "pecan")))
     assert not [e for e in pecan if e["event"] in ("peer_joined", "peer_confirmed")]

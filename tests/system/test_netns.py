@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from protocol.site import site_to_toml
 from tests.support.netns import SKIP, Net
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
@@ -99,7 +99,7 @@ def test_agents_in_their_own_namespaces_discover_and_share(net: Net, tmp_path: P
         for proc in [*agents, world]:
             proc.stop(10)
     for me, other in (("walnut", "hazel"), ("hazel", "walnut")):
-        log = list(read_run_log(run / f"{me}.jsonl"))
+        log = list(read_run_log(log_path(run, me)))
         start = next(line for line in log if line["event"] == "start")
         assert start["address"].startswith("198.18.0.")
         assert start["broadcast"] == "198.18.255.255"

@@ -26,6 +26,7 @@ import pytest
 
 from agents.perception.tagmap import intrinsics_toml
 from protocol.robotfile import merge, to_toml
+from protocol.runlog import log_path
 from protocol.site import site_to_toml
 from tests.support.netns import SKIP, Net
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
@@ -153,10 +154,9 @@ def test_a_deployment_rehearsal_in_namespaces(net: Net, tmp_path: Path) -> None:
     # the test's side only: gather the logs beside the world's truth and measure
     judged = tmp_path / "judged"
     judged.mkdir()
-    (judged / "world.jsonl").symlink_to(cars_dir / "world.jsonl")
+    log_path(judged, "world").symlink_to(log_path(cars_dir, "world"))
     for name in laptops:
-        (judged / f"{name}.jsonl").symlink_to(tmp_path / f"laptop-{name}" / "log" /
-                                              f"{name}.jsonl")
+        log_path(judged, name).symlink_to(log_path(tmp_path / f"laptop-{name}" / "log", name))
     parser = argparse.ArgumentParser()
     replay_main.add_arguments(parser)
     assert replay_main.main(parser.parse_args([str(judged)])) == 0

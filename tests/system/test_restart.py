@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tests.support.sitlcar import firmware_args
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
 from tests.worlds.rawcar import RawCar
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 def beliefs(run_dir: Path, name: str) -> list[dict]:
-    return [line for line in read_run_log(run_dir / f"{name}.jsonl")
+    return [line for line in read_run_log(log_path(run_dir, name))
             if line["event"] == "belief"]
 
 
@@ -116,15 +116,15 @@ def test_killed_agent_car_stops_and_restart_catches_up(two_car_swarm: Swarm, fir
     assert after_kill[-1]["track"]["updates"] > after_kill[0]["track"]["updates"]
 
     # Restart: a new process, a new epoch. Walnut answers with a SNAPSHOT at once.
-    (run / "hazel.jsonl").rename(run / "hazel-first.jsonl")
+    log_path(run, "hazel").rename(log_path(run, "hazel-first"))
     live.forget("hazel")
     hazel = swarm.start_agent("hazel", duration=BACKSTOP, extra=args)
     wait_for(lambda: live.events("hazel", "fused_snapshot"), 60, "a fused SNAPSHOT",
              [world, walnut, hazel])
-    new_log = list(read_run_log(run / "hazel.jsonl"))
+    new_log = list(read_run_log(log_path(run, "hazel")))
     start = next(line["t"] for line in new_log if line["event"] == "start")
     fused = [line["t"] for line in new_log if line["event"] == "fused_snapshot"]
-    rejoined = [line for line in read_run_log(run / "walnut.jsonl")
+    rejoined = [line for line in read_run_log(log_path(run, "walnut"))
                 if line["event"] == "peer_joined" and line["t"] > t_restart]
     assert rejoined and rejoined[0]["why"] == "new_epoch"
     wait_for(lambda: any(b["t"] > start + 2.0 for b in live.events("hazel", "belief")), 60,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tools.procs import claim_loopback, private_swarm
 from worlds.arena import shipped_arena
 
@@ -60,7 +60,8 @@ def test_two_demos_run_side_by_side(tmp_path: Path) -> None:
     assert [d.returncode for d in demos] == [0, 0], "\n".join(outputs)
     blocks = set()
     for name in ("a", "b"):
-        boots = [e for e in read_run_log(tmp_path / name / "world.jsonl") if e["event"] == "boot"]
+        world = log_path(tmp_path / name, "world")
+        boots = [e for e in read_run_log(world) if e["event"] == "boot"]
         blocks.add(boots[0]["address"].rsplit(".", 1)[0])
         assert "Traceback" not in outputs[0] + outputs[1]
     assert len(blocks) == 2  # each world served its cars on its own /24

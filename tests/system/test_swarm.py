@@ -15,7 +15,7 @@ import pytest
 
 from agents.core import AgentCore
 from agents.node import replay_inputs
-from protocol.runlog import read_run_log, rejection
+from protocol.runlog import log_path, read_run_log, rejection
 from protocol.swarm import Kind, swarm_id_from_name
 from protocol.swarm.codec import decode_payload
 from protocol.swarm.messages import MAC_LEN
@@ -29,7 +29,7 @@ KINDS = ("PATCH", "TRACK", "HEARTBEAT", "SNAPSHOT", "PING", "PONG")
 
 
 def lines(run_dir: Path, name: str) -> list[dict]:
-    return list(read_run_log(run_dir / f"{name}.jsonl"))
+    return list(read_run_log(log_path(run_dir, name)))
 
 
 def kinds_from(log: list[dict], sender: str, swarm_id: int) -> Counter[str]:

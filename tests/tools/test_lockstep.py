@@ -12,7 +12,7 @@ import pytest
 
 from agents.faults import LinkFaults
 from agents.transport import Direction
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tools.commands import run as run_cmd
 from tools.experiments.lockstep import Lockstep, run_scenario
 from tools.experiments.scenario_file import parse_scenario
@@ -49,11 +49,11 @@ world = {drop_link = {car = "walnut", duration = 0.5}}
 
 def hashes(run_dir: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(run_dir.glob("*.jsonl"))}
+            for p in sorted(run_dir.glob("*.mcap"))}
 
 
 def events(run_dir: Path, name: str, *kinds: str) -> list[dict]:
-    return [line for line in read_run_log(run_dir / f"{name}.jsonl") if line["event"] in kinds]
+    return [line for line in read_run_log(log_path(run_dir, name)) if line["event"] in kinds]
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(scheduled, tmp_path: Path) 
     run_scenario(scenario, tmp_path / "again")
     run_scenario(scenario.with_seed(3), tmp_path / "other")
     first, again, other = hashes(run_dir), hashes(tmp_path / "again"), hashes(tmp_path / "other")
-    assert set(first) == {"walnut.jsonl", "hazel.jsonl", "world.jsonl"}
+    assert set(first) == {"walnut.mcap", "hazel.mcap", "world.mcap"}
     assert first == again
     assert all(first[name] != other[name] for name in first)
     # the faulty link really lost, delayed, duplicated and reordered datagrams
@@ -113,14 +113,14 @@ def test_partition_blocks_then_heals(scheduled) -> None:
 
 def test_kill_stops_the_agent_and_its_car_restart_has_a_new_epoch(scheduled) -> None:
     run_dir, _ = scheduled
-    hazel = list(read_run_log(run_dir / "hazel.jsonl"))
+    hazel = list(read_run_log(log_path(run_dir, "hazel")))
     starts = [e for e in hazel if e["event"] == "start"]
     assert [round(e["t"] - T0, 6) for e in starts] == [0.0, 6.5]
     assert starts[0]["epoch"] != starts[1]["epoch"]
     assert {e["fusion"] for e in starts} == {"ci"} and all(e["reputation"] for e in starts)
     assert not [e for e in hazel if 5.0 < e["t"] - T0 < 6.5]  # dead: nothing at all
     assert [e for e in hazel if e["event"] == "tick" and e["t"] - T0 > 6.5]
-    world = list(read_run_log(run_dir / "world.jsonl"))
+    world = list(read_run_log(log_path(run_dir, "world")))
     stop = [e["t"] - T0 for e in world if e["event"] == "disarm" and e["car"] == 2]
     assert stop and 5.0 < stop[0] <= 5.35  # the firmware watchdog, not a STOP
     assert next(e for e in world if e["event"] == "disarm" and e["car"] == 2)["reason"] == (

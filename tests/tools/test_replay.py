@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from agents.core import AgentCore
-from protocol.runlog import ReadStats
+from protocol.runlog import ReadStats, RunLog, dumps, log_path, read_run_log
 from tools.agent_config import agent_config
 from tools.commands import replay as replay_main
 from tools.experiments.lockstep import Lockstep
@@ -71,9 +71,46 @@ def run_copy(lockstep_run, tmp_path: Path) -> Path:
 # ---------------------------------------------------------------- reading
 
 
-def test_truncated_last_line_and_unknown_events_are_survived(lockstep_run, run_copy: Path) -> None:
+def _as_jsonl(run_dir: Path, name: str) -> Path:
+    """``name``'s MCAP log rewritten as the JSON lines of older runs (``stigmesh log export
+    --jsonl``), the MCAP file removed: the JSON reader's damage handling is tested on it."""
+    mcap = log_path(run_dir, name)
+    jsonl = mcap.with_suffix(".jsonl")
+    jsonl.write_text("".join(dumps(e) + "\n" for e in read_run_log(mcap)), encoding="utf-8")
+    mcap.unlink()
+    return jsonl
+
+
+def test_a_killed_writers_last_chunk_and_unknown_events_are_survived(
+    lockstep_run, run_copy: Path
+) -> None:
     clean = analyse(load_run(lockstep_run[0]), room_cells=ROOM)
-    walnut = run_copy / "walnut.jsonl"
+    walnut = log_path(run_copy, "walnut")
+    log = RunLog(walnut, "walnut", lambda: 1005.0, idle_flush=False)  # appends to the log
+    log.log("gizmo", odd=[1, 2])
+    log.flush()
+    whole = walnut.stat().st_size
+    log.log("tick")  # the chunk a killed writer was writing: half of it reached the disk
+    log.flush()
+    torn = (whole + walnut.stat().st_size) // 2
+    log.close()
+    with walnut.open("r+b") as f:
+        f.truncate(torn)
+    run = load_run(run_copy)
+    assert run.agents["walnut"].stats.bad_lines == 1
+    assert any("walnut.mcap: 1 damaged line" in n for n in run.notes)
+    assert run.agents["walnut"].first("gizmo") == {
+        "t": 1005.0, "proc": "walnut", "event": "gizmo", "odd": [1, 2]}
+    damaged = analyse(run, room_cells=ROOM)
+    a, b = clean.agents["walnut"], damaged.agents["walnut"]
+    assert damaged.agents["walnut"].metrics["damaged_lines"] == 1
+    assert a.metrics["wire"] == b.metrics["wire"]
+    np.testing.assert_array_equal(a.series.x, b.series.x)
+
+
+def test_truncated_last_line_of_an_old_json_lines_log(lockstep_run, run_copy: Path) -> None:
+    clean = analyse(load_run(lockstep_run[0]), room_cells=ROOM)
+    walnut = _as_jsonl(run_copy, "walnut")
     text = walnut.read_text(encoding="utf-8")
     extra = '{"t": 1005.0, "proc": "walnut", "event": "gizmo", "odd": [1, 2]}\n'
     last = text.splitlines(keepends=True)[-1]
@@ -83,7 +120,6 @@ def test_truncated_last_line_and_unknown_events_are_survived(lockstep_run, run_c
     assert any("walnut.jsonl: 1 damaged line" in n for n in run.notes)
     damaged = analyse(run, room_cells=ROOM)
     a, b = clean.agents["walnut"], damaged.agents["walnut"]
-    assert damaged.agents["walnut"].metrics["damaged_lines"] == 1
     assert a.metrics["wire"] == b.metrics["wire"]
     np.testing.assert_array_equal(a.series.x, b.series.x)
 
@@ -91,7 +127,7 @@ def test_truncated_last_line_and_unknown_events_are_survived(lockstep_run, run_c
 def test_hostile_lines_are_skipped_counted_and_reported(
     run_copy: Path, tmp_path: Path, capsys
 ) -> None:
-    world = run_copy / "world.jsonl"
+    world = _as_jsonl(run_copy, "world")
     lines = world.read_text(encoding="utf-8").splitlines(keepends=True)
     boot = next(i for i, line in enumerate(lines) if '"event":"boot"' in line)
     lines[boot] = lines[boot].replace('"car":1,', '"car":"one",', 1)  # a non-integer car id
@@ -103,7 +139,7 @@ def test_hostile_lines_are_skipped_counted_and_reported(
         '{"t": 1005.0, "proc": "world", "event": "truth", "cars": 7, "target": null}\n',
         '{"t": 1005.0, "proc": "world", "event": "truth", "cars": [{"id": 1.5}], "target": null}\n',
     ]), encoding="utf-8")  # fmt: skip
-    walnut = run_copy / "walnut.jsonl"
+    walnut = _as_jsonl(run_copy, "walnut")
     with walnut.open("a", encoding="utf-8") as f:  # core inputs the re-run could not parse
         f.write('{"t": 1005.0, "proc": "walnut", "event": "car", "duty": "x", "gyro": null}\n')
         f.write('{"t": 1005.0, "proc": "walnut", "event": "rx", "ok": true, "src": ["a", 1], '
@@ -127,12 +163,12 @@ def test_hostile_lines_are_skipped_counted_and_reported(
 
 
 def test_missing_agent_and_missing_world(run_copy: Path) -> None:
-    (run_copy / "hazel.jsonl").unlink()
+    log_path(run_copy, "hazel").unlink()
     run = load_run(run_copy)
     assert sorted(run.agents) == ["walnut"]
     an = analyse(run)
     assert an.agreement == {} and an.truth is not None
-    (run_copy / "world.jsonl").unlink()
+    log_path(run_copy, "world").unlink()
     run = load_run(run_copy)
     assert run.world is None and any("no ground truth" in n for n in run.notes)
     an = analyse(run)
@@ -146,9 +182,9 @@ def test_not_a_run(tmp_path: Path) -> None:
     (tmp_path / "file.txt").write_text("x")
     with pytest.raises(NotARunError, match="not a directory"):
         load_run(tmp_path / "file.txt")
-    with pytest.raises(NotARunError, match=r"no \*\.jsonl"):
+    with pytest.raises(NotARunError, match="holds no process log"):
         load_run(tmp_path)
-    (tmp_path / "walnut.jsonl").write_text('not json\n{"event": "tick"}\n[1, 2]\n')
+    log_path(tmp_path, "walnut").write_text('not json\n{"event": "tick"}\n[1, 2]\n')
     with pytest.raises(NotARunError, match="holds a run event"):
         load_run(tmp_path)
 
@@ -370,10 +406,19 @@ def test_command_writes_the_report(lockstep_run, tmp_path: Path, capsys) -> None
     assert len(list(out.glob("grid_*.png"))) >= 1
 
 
+def _rewrite(path: Path, events: list[dict]) -> None:
+    """The log at ``path`` written anew with ``events`` (as a reader yields them)."""
+    path.unlink()
+    log = RunLog(path, path.stem, lambda: 0.0, idle_flush=False)
+    for e in events:
+        fields = {k: v for k, v in e.items() if k not in ("t", "proc", "event")}
+        log.log(e["event"], t=e["t"], **fields)
+    log.close()
+
+
 def _without_world_start(run_dir: Path) -> None:
-    world = run_dir / "world.jsonl"
-    lines = world.read_text(encoding="utf-8").splitlines(keepends=True)
-    world.write_text("".join(x for x in lines if json.loads(x)["event"] != "start"))
+    world = log_path(run_dir, "world")
+    _rewrite(world, [e for e in read_run_log(world) if e["event"] != "start"])
 
 
 def test_command_errors(run_copy: Path, tmp_path: Path, capsys) -> None:
@@ -393,10 +438,10 @@ def test_find_arena(run_copy: Path) -> None:
     assert find_arena(run) == (None, "the run does not record its arena (no world start event)")
     arena, note = find_arena(run, "two_cars")
     assert arena is not None and arena.name == "two_cars" and note == "--arena two_cars"
-    world = run_copy / "world.jsonl"
+    world = log_path(run_copy, "world")
     start = {"t": 999.0, "proc": "world", "event": "start", "arena": "two_cars",
              "source": "no/such/file.toml"}  # fmt: skip
-    world.write_text(json.dumps(start) + "\n" + world.read_text())
+    _rewrite(world, [start, *read_run_log(world)])
     arena, note = find_arena(load_run(run_copy))
     assert arena is not None and arena.name == "two_cars" and note.startswith("recorded: ")
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from protocol.runlog import RunLog, read_run_log
+from protocol.runlog import RunLog, log_path, read_run_log
 from tests.worlds.rawcar import arena_text, free_subnet, world_process
 from tools.bench.world import _drive_all, _start_driving, run_service
+from tools.procs import RunLogs, wait_for
 from worlds.arena import Arena, load_arena, shipped_arena
 from worlds.render import (
     Job,
@@ -108,7 +109,7 @@ def test_the_host_renders_in_order_drops_the_oldest_and_falls_back_when_the_work
 ):
     arena = _arena()
     world, t = _driven(arena)
-    log = RunLog(tmp_path / "world.jsonl", "world", time.monotonic)
+    log = RunLog(log_path(tmp_path, "world"), "world", time.monotonic)
 
     async def run() -> None:
         host = RenderHost(world, log)
@@ -148,7 +149,7 @@ def test_the_host_renders_in_order_drops_the_oldest_and_falls_back_when_the_work
     finally:
         world.close()
         log.close()
-    events = [e["event"] for e in read_run_log(tmp_path / "world.jsonl")]
+    events = [e["event"] for e in read_run_log(log_path(tmp_path, "world"))]
     assert events[:2] == ["render_worker_start", "render_worker_ready"]
     assert "render_worker_failed" in events and events[-1] == "render_worker_stop"
 
@@ -168,8 +169,10 @@ def test_the_worker_dies_with_the_world(tmp_path: Path):
     arena.write_text(arena_text(subnet, sensing="camera"))
     run_dir = tmp_path / "run"
     with world_process(arena, run_dir) as world:
-        starts = [e for e in read_run_log(run_dir / "world.jsonl")
-                  if e["event"] == "render_worker_start"]  # fmt: skip
+        logs = RunLogs(run_dir)  # the log shows an event when its chunk closes: wait for it
+        wait_for(lambda: logs.events("world", "render_worker_start"), 30,
+                 "the render worker's start in the world's log")
+        starts = logs.events("world", "render_worker_start")
         assert len(starts) == 1
         worker = starts[0]["pid"]
         assert not _gone(worker)

@@ -27,7 +27,7 @@ from protocol.mjpeg import (
     request,
 )
 from protocol.mz01.telemetry import Telemetry
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tests.support.lateness import Lateness
 from tests.support.sitlcar import firmware_args
 from tests.worlds.rawcar import REPO, RawCar, arena_text, free_subnet, world_process
@@ -45,7 +45,7 @@ def _write_arena(tmp_path: Path, subnet: str, **kw) -> Path:
 
 
 def _truth(run_dir: Path) -> list[dict]:
-    return [e for e in read_run_log(run_dir / "world.jsonl") if e["event"] == "truth"]
+    return [e for e in read_run_log(log_path(run_dir, "world")) if e["event"] == "truth"]
 
 
 def _pose_at(truth: list[dict], t: float, car: int) -> tuple[float, float, float]:
@@ -60,7 +60,7 @@ TOP_SPEED = 0.7  # m/s, a car at full duty (tests/worlds/test_sim.py)
 def physics_skipped(run_dir: Path, t0: float, t1: float) -> float:
     """Seconds of physics the world skipped between t0 and t1 because the machine was too
     busy to keep up (bodies hold still meanwhile; firmware and sensors still run)."""
-    return sum(e["skipped"] for e in read_run_log(run_dir / "world.jsonl")
+    return sum(e["skipped"] for e in read_run_log(log_path(run_dir, "world"))
                if e["event"] == "physics_skip" and t0 <= e["t"] <= t1)
 
 
@@ -120,7 +120,7 @@ def test_drive_forward_then_commands_stop(tmp_path: Path, firmware: str):
         _pose_at(truth, t_end + 0.5, 2)[:2], abs=0.005
     )
 
-    events = list(read_run_log(run_dir / "world.jsonl"))
+    events = list(read_run_log(log_path(run_dir, "world")))
     disarms = [e for e in events if e["event"] == "disarm" and e["reason"] == "watchdog"]
     zeros = [e for e in events if e["event"] == "duty" and e["car"] == 1 and e["left"] == 0.0]
     assert len(disarms) == 11 and len(zeros) == 11
@@ -246,7 +246,7 @@ def test_camera_stream_decodes_and_reboot_changes_boot(tmp_path: Path, firmware:
             car.close()
         rc, _, err = world.stop()
     assert rc == 0, err
-    faults = [e for e in read_run_log(run_dir / "world.jsonl") if e["event"] == "fault"]
+    faults = [e for e in read_run_log(log_path(run_dir, "world")) if e["event"] == "fault"]
     assert [(f["kind"], f["car"]) for f in faults] == [("reboot", 1)]
 
 
@@ -268,7 +268,7 @@ def test_synthetic_telemetry_over_the_wire(tmp_path: Path, firmware: str):
         rc, out, err = world.stop(sig=signal.SIGINT)
     assert rc == 0, err
     assert "stopped" in out and not (run_dir / "world.sock").exists()
-    events = list(read_run_log(run_dir / "world.jsonl"))
+    events = list(read_run_log(log_path(run_dir, "world")))
     assert events[-1]["event"] == "stop" and events[-1]["rtf"] > 0.5
     assert [e["kind"] for e in events if e["event"] == "fault"] == ["drop_link"]
     for tel in tels:
@@ -371,7 +371,7 @@ def _signal_a_driving_sitl_car(
             car.sync()
             car.arm()
             car.drive_for(0.6, 0.6, 0.2)
-            pid = next(e["pid"] for e in read_run_log(run_dir / "world.jsonl")
+            pid = next(e["pid"] for e in read_run_log(log_path(run_dir, "world"))
                        if e["event"] == "firmware_start" and e["car"] == 1)  # fmt: skip
             t_signal = time.monotonic()
             os.kill(pid, signum)
@@ -388,7 +388,7 @@ def test_a_dead_sitl_firmware_resets_and_its_setup_stops_the_wheels(tmp_path: Pa
     # a crash, well within the DRIVE's lease
     run_dir, old, new, t_kill = _signal_a_driving_sitl_car(tmp_path, signal.SIGKILL)
     assert new.boot != old.boot and not new.armed
-    events = [e for e in read_run_log(run_dir / "world.jsonl") if e.get("car") == 1]
+    events = [e for e in read_run_log(log_path(run_dir, "world")) if e.get("car") == 1]
     reset = next(e for e in events if e["event"] == "fault")
     assert reset["kind"] == "firmware_reset" and reset["old_nonce"] == old.boot
     restarted = [e for e in events if e["event"] == "firmware_start"][1]
@@ -409,7 +409,7 @@ def test_a_stuck_safety_task_is_reset_by_the_task_watchdog(tmp_path: Path):
     # SIGUSR1 is the SITL platform's fault: the I2C bus hangs
     run_dir, old, new, t_jam = _signal_a_driving_sitl_car(tmp_path, signal.SIGUSR1)
     assert new.boot != old.boot
-    events = [e for e in read_run_log(run_dir / "world.jsonl") if e.get("car") == 1]
+    events = [e for e in read_run_log(log_path(run_dir, "world")) if e.get("car") == 1]
     panic = next(e for e in events if e["event"] == "panic")
     exit_ = next(e for e in events if e["event"] == "firmware_exit")
     zero = next(e for e in events if e["event"] == "duty" and e["t"] > t_jam)

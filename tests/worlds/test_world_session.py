@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tests.support.sitlcar import firmware_args
 from tests.worlds.rawcar import free_subnet, world_process
 from tests.worlds.test_server import FIRMWARES, TOP_SPEED, _write_arena, physics_skipped
@@ -29,7 +29,7 @@ def test_the_controller_session_drives_car_1_forward_and_car_2_stays(
         rc, _, err = world.stop()
     assert result.returncode == 0, result.stdout + result.stderr
     assert rc == 0, err
-    truth = [line for line in read_run_log(run_dir / "world.jsonl") if line["event"] == "truth"]
+    truth = [line for line in read_run_log(log_path(run_dir, "world")) if line["event"] == "truth"]
     first, last = truth[0]["cars"], truth[-1]["cars"]
     (x0, y0, yaw0), (x1, y1, _) = ((c["x"], c["y"], c["yaw"]) for c in (first[0], last[0]))
     forward = (x1 - x0) * math.cos(yaw0) + (y1 - y0) * math.sin(yaw0)
@@ -41,5 +41,5 @@ def test_the_controller_session_drives_car_1_forward_and_car_2_stays(
     assert 0.3 - TOP_SPEED * skipped < forward < 0.8 and abs(sideways) < 0.05
     moved2 = math.hypot(last[1]["x"] - first[1]["x"], last[1]["y"] - first[1]["y"])
     assert moved2 < 0.005
-    arms = [line for line in read_run_log(run_dir / "world.jsonl") if line["event"] == "arm"]
+    arms = [line for line in read_run_log(log_path(run_dir, "world")) if line["event"] == "arm"]
     assert [a["car"] for a in arms] == [1]

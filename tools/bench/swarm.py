@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from protocol.swarm import SwarmSender, swarm_id_from_name
 from tools.procs import private_swarm, run_swarm
 from worlds.arena import shipped_arena
@@ -59,7 +59,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _latencies(run: Path, names: list[str]) -> list[float]:
-    logs = {n: list(read_run_log(run / f"{n}.jsonl")) for n in names}
+    logs = {n: list(read_run_log(log_path(run, n))) for n in names}
     fused_at: dict[str, float] = {}  # raw TRACK datagram -> when a peer fused it
     for name in names:
         pending = None
@@ -86,7 +86,7 @@ def _bytes(run: Path, name: str) -> tuple[float, float, float]:
     """(all bytes/s, steady bytes/s without SNAPSHOTs, seconds)."""
     total = steady = 0
     first = last = None
-    for line in read_run_log(run / f"{name}.jsonl"):
+    for line in read_run_log(log_path(run, name)):
         if line["event"] == "tx":
             size = len(base64.b64decode(line["raw"]))
             total += size
@@ -111,7 +111,7 @@ def _whole_window_bytes_per_second(patch_hz: float = 2.0) -> float:
 def _missed_drive_fraction(run: Path, names: list[str]) -> tuple[float, int]:
     missed = expected = 0
     for name in names:
-        times = [line["t"] for line in read_run_log(run / f"{name}.jsonl")
+        times = [line["t"] for line in read_run_log(log_path(run, name))
                  if line["event"] == "car_tx" and line.get("kind") == "drive"]
         if len(times) < 2:
             continue

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from protocol.runlog import log_path
 from tools.live import AgentView, LogFollower, Truth, absorb
 from tools.procs import Swarm, claim_loopback, running
 from tools.swarmkey import write_key
@@ -104,8 +105,8 @@ def main(args: argparse.Namespace) -> int:
             swarm.start_world(args.duration + 15.0, extra_world)
             for name in names:
                 swarm.start_agent(name, args.duration, extra_agent)
-            views = [AgentView(n, LogFollower(run_dir / f"{n}.jsonl")) for n in names]
-            truth = Truth(run_dir / "world.jsonl")
+            views = [AgentView(n, LogFollower(log_path(run_dir, n))) for n in names]
+            truth = Truth(log_path(run_dir, "world"))
             end = time.monotonic() + args.duration + 5.0
             next_print = time.monotonic() + 2.0
             try:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protocol.runlog import process_logs
 from tools.experiments.progress import AgentLine, Progress
 from tools.experiments.scenario import Scenario, TimedOp
 
@@ -63,8 +64,8 @@ def default_run_dir(scenario: Scenario, lockstep: bool) -> Path:
 
 def prepare_run_dir(run_dir: Path, scenario: Scenario) -> str | None:
     """Create it and copy the scenario in; an error message if it already holds a run."""
-    if run_dir.exists() and any(run_dir.glob("*.jsonl")):
-        return f"{run_dir} already holds a run (*.jsonl); give another --run-dir"
+    if run_dir.exists() and process_logs(run_dir):
+        return f"{run_dir} already holds a run (process logs); give another --run-dir"
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "scenario.toml").write_text(scenario.text, encoding="utf-8")
@@ -193,7 +194,7 @@ def main(args: argparse.Namespace) -> int:
           f"{time.perf_counter() - began:.1f} s", flush=True)
     with contextlib.suppress(OSError):
         write_schedule(run_dir, scenario, mode, applied, ops)
-    if not any(run_dir.glob("*.jsonl")):
+    if not process_logs(run_dir):
         return _fail("no log was written", EXIT_FAILED)
     finish(run_dir, scenario.names, report=not args.no_report and not interrupted)
     killed = {o.op.agent for o in ops if isinstance(o.op, Kill)}

@@ -1,7 +1,10 @@
 """Read a run directory (protocol/RUNLOG.md) robustly.
 
-One :class:`ProcessLog` per ``*.jsonl`` file: ``world.jsonl`` is the world
-server, every other file is an agent named by the file's stem. Damaged lines
+One :class:`ProcessLog` per process log (protocol/runlog.py: ``NAME.mcap``, or
+``NAME.jsonl`` of older runs): ``world`` is the world server, every other log
+an agent named by the file's stem. Logs are streamed, never held whole: one
+pass finds the damaged events and the time span, and each metric streams the
+events it needs again (:class:`Stream`). Damaged lines
 are skipped and counted, never fatal: a killed process's truncated last line,
 a line that is not JSON or nests too deep to parse, anything that is not an
 object with a finite ``t`` and a string ``event``, a ``t`` more than
@@ -18,6 +21,7 @@ refused, with :class:`NotARunError`.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +33,7 @@ import numpy as np
 from agents.faults import ByzantineSpec
 from agents.node import batch_from_fields
 from protocol.errors import ProtocolError
-from protocol.runlog import LOG_SUFFIX, ReadStats, b64, read_run_log
+from protocol.runlog import ReadStats, b64, process_logs, read_run_log
 from protocol.swarm.codec import decode_payload
 from protocol.swarm.errors import SwarmDecodeError
 from protocol.swarm.messages import MAC_LEN, MAX_DATAGRAM_LIMIT, Message
@@ -50,28 +54,75 @@ class NotARunError(Exception):
         super().__init__(f"{path}: not a run directory: {reason}")
 
 
+HEAVY = frozenset({"belief", "truth", "rx", "tx", "obs", "car_rx", "car_tx"})  # streamed
+
+
+class Stream:
+    """A process log's kept events, read from its file anew on each iteration (memory: one
+    chunk), skipping the events the first reading found damaged (by their position)."""
+
+    def __init__(self, path: Path, dropped: frozenset[int], names: frozenset[str] | None = None,
+                 count: int | None = None) -> None:
+        self.path = path
+        self.dropped = dropped
+        self.names = names
+        self._count = count
+
+    def __iter__(self) -> Iterator[Line]:
+        for k, line in enumerate(read_run_log(self.path, ReadStats())):
+            if k not in self.dropped and (self.names is None or line.get("event") in self.names):
+                yield line
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = sum(1 for _ in self)
+        return self._count
+
+    def __getitem__(self, index: int) -> Line:
+        if index < 0:
+            return list(self)[index]
+        for k, line in enumerate(self):
+            if k == index:
+                return line
+        raise IndexError(index)
+
+
 @dataclass
 class ProcessLog:
-    """One process's well-formed lines, in file order."""
+    """One process's well-formed events, in file order: ``lines`` is a list (in memory) or a
+    :class:`Stream` over the file; the small events are kept once read, the heavy ones
+    (:data:`HEAVY`) are streamed each time, so a long run's replay stays bounded in memory."""
 
     name: str
     path: Path
-    lines: list[Line]
+    lines: list[Line] | Stream
     stats: ReadStats
+    span: tuple[float, float] | None = None  # first and last t, when known without a pass
+    _cache: dict[frozenset[str], list[Line]] = field(default_factory=dict, repr=False)
 
-    def events(self, *names: str) -> list[Line]:
-        wanted = set(names)
+    def events(self, *names: str) -> list[Line] | Stream:
+        wanted = frozenset(names)
+        if isinstance(self.lines, Stream):
+            if wanted & HEAVY:
+                return Stream(self.lines.path, self.lines.dropped, wanted)
+            if wanted not in self._cache:
+                self._cache[wanted] = [line for line in self.lines if line["event"] in wanted]
+            return self._cache[wanted]
         return [line for line in self.lines if line["event"] in wanted]
 
     def first(self, name: str) -> Line | None:
-        return next((line for line in self.lines if line["event"] == name), None)
+        return next(iter(self.events(name)), None)
 
     @property
     def t_first(self) -> float | None:
-        return self.lines[0]["t"] if self.lines else None
+        if self.span is not None:
+            return self.span[0]
+        return next(iter(self.lines))["t"] if self.lines else None
 
     @property
     def t_last(self) -> float | None:
+        if self.span is not None:
+            return self.span[1]
         return max(line["t"] for line in self.lines) if self.lines else None
 
 
@@ -166,6 +217,7 @@ def line_damage(line: Line, world: bool) -> str | None:
 
 
 def read_process_log(path: Path, name: str) -> ProcessLog:
+    """Every well-formed event of one log, in memory (small logs, tests)."""
     stats = ReadStats()
     lines: list[Line] = []
     for line in read_run_log(path, stats):
@@ -174,6 +226,46 @@ def read_process_log(path: Path, name: str) -> ProcessLog:
         else:
             stats.bad_lines += 1
     return ProcessLog(name, path, lines, stats)
+
+
+@dataclass
+class _FirstPass:
+    """What one streaming pass over a log learns: the damaged events' positions, every
+    kept event's t (for the run's median time), the start and the swarm id."""
+
+    stats: ReadStats
+    dropped: set[int]
+    times: array[float]
+    positions: array[int]
+    start: Line | None = None
+
+
+def _first_pass(path: Path, name: str) -> _FirstPass:
+    stats = ReadStats()
+    found = _FirstPass(stats, set(), array("d"), array("q"))
+    world = name == WORLD
+    swarm_id: int | None = None
+    for k, line in enumerate(read_run_log(path, stats)):
+        if line_damage(line, world) is not None:
+            found.dropped.add(k)
+            continue
+        event = line["event"]
+        if not world:
+            if event == "start" and found.start is None:
+                found.start = line
+                if isinstance(line.get("swarm_id"), int):
+                    swarm_id = int(line["swarm_id"])
+            elif swarm_id is None and event in ("tx", "rx"):
+                data = datagram_bytes(line)
+                if data is not None and (event == "tx" or line.get("ok")):
+                    swarm_id = envelope_swarm_id(data)
+            if not _replayable(line, swarm_id):
+                found.dropped.add(k)
+                continue
+        found.times.append(float(line["t"]))
+        found.positions.append(k)
+    stats.bad_lines += len(found.dropped)
+    return found
 
 
 def _pair(value: object) -> bool:
@@ -206,73 +298,67 @@ def _replayable(line: Line, swarm_id: int | None) -> bool:
     return True
 
 
-def _drop_unreplayable(log: ProcessLog) -> None:
-    """Count as damaged the core inputs the re-run could not parse."""
-    swarm_id = swarm_id_of(log)
-    kept = [line for line in log.lines if _replayable(line, swarm_id)]
-    log.stats.bad_lines += len(log.lines) - len(kept)
-    log.lines = kept
-
-
-def _drop_far_lines(logs: list[ProcessLog]) -> None:
-    """Count as damaged the lines further than :data:`MAX_RUN_SPAN` from the median time."""
-    times = [line["t"] for log in logs for line in log.lines]
-    if not times:
-        return
-    middle = float(np.median(np.asarray(times, dtype=np.float64)))
-    for log in logs:
-        kept = [line for line in log.lines if abs(line["t"] - middle) <= MAX_RUN_SPAN]
-        log.stats.bad_lines += len(log.lines) - len(kept)
-        log.lines = kept
-
-
 def load_run(path: Path, progress: Progress | None = None) -> RunDir:
-    """Read every process log of the run directory ``path``."""
+    """Read every process log of the run directory ``path``: one streaming pass each, to
+    find the damaged events and the run's time span; the metrics then stream the logs."""
     path = Path(path)
     if not path.exists():
         raise NotARunError(path, "it does not exist")
     if not path.is_dir():
         raise NotARunError(path, "it is a file, not a directory")
-    files = sorted(p for p in path.glob(f"*{LOG_SUFFIX}") if p.is_file())
+    files = process_logs(path)
     if not files:
-        raise NotARunError(path, f"it holds no *{LOG_SUFFIX} process log")
+        raise NotARunError(path, "it holds no process log (*.mcap, or *.jsonl of older runs)")
     world: ProcessLog | None = None
     agents: dict[str, ProcessLog] = {}
     notes: list[str] = []
-    read: list[ProcessLog] = []
-    for file in files:
-        name = file.name.removesuffix(LOG_SUFFIX)
+    passes: dict[str, tuple[Path, _FirstPass]] = {}
+    for name, file in files.items():
         try:
-            read.append(read_process_log(file, name))
+            passes[name] = (file, _first_pass(file, name))
         except OSError as e:
             notes.append(f"{file.name}: unreadable ({e.strerror or e})")
-    _drop_far_lines(read)
-    for log in read:
-        if log.name != WORLD:
-            _drop_unreplayable(log)
-    for log in read:
-        if log.stats.bad_lines:
+    every = [p.times for _, p in passes.values() if len(p.times)]
+    middle = float(np.median(np.concatenate([np.frombuffer(t, dtype=np.float64) for t in every]))
+                   ) if every else 0.0
+    read: list[ProcessLog] = []
+    for name, (file, first) in passes.items():
+        times = np.frombuffer(first.times, dtype=np.float64) if len(first.times) else np.zeros(0)
+        far = np.abs(times - middle) > MAX_RUN_SPAN
+        if far.any():
+            positions = np.frombuffer(first.positions, dtype=np.int64)
+            first.dropped.update(int(k) for k in positions[far])
+            first.stats.bad_lines += int(far.sum())
+            times = times[~far]
+        kept = int(times.size)
+        span = (float(times[0]), float(times.max())) if kept else None
+        log = ProcessLog(name, file, Stream(file, frozenset(first.dropped), count=kept),
+                         first.stats, span)
+        if first.start is not None:
+            log._cache[frozenset({"start"})] = [first.start]
+        read.append(log)
+        if first.stats.bad_lines:
             notes.append(
-                f"{log.path.name}: {log.stats.bad_lines} damaged line(s) of {log.stats.lines} "
+                f"{file.name}: {first.stats.bad_lines} damaged line(s) of {first.stats.lines} "
                 "skipped"
             )
         if progress is not None:
-            progress(f"read {log.path.name}: {len(log.lines)} events")
-        if log.name == WORLD:
+            progress(f"read {file.name}: {kept} events")
+        if name == WORLD:
             world = log
         else:
-            agents[log.name] = log
+            agents[name] = log
     logs = [*agents.values(), *([world] if world else [])]
     if not any(log.lines for log in logs):
-        raise NotARunError(path, f"none of its {len(files)} *{LOG_SUFFIX} files holds a run event")
+        raise NotARunError(path, f"none of its {len(files)} process logs holds a run event")
     if world is None or not world.lines:
         notes.append("no world log: no ground truth, so no errors against it")
         world = None
-    elif not world.events("truth"):
+    elif not world.first("truth"):
         notes.append("the world log holds no truth events: no errors against ground truth")
     for name, log in list(agents.items()):
         if not log.lines:
-            notes.append(f"{name}.jsonl holds no events: agent left out")
+            notes.append(f"{log.path.name} holds no events: agent left out")
             del agents[name]
     if not agents:
         notes.append("no agent logs")
@@ -369,7 +455,8 @@ def decode_own(data: bytes, swarm_id: int) -> Message | None:
 
 
 def float32_grid(field_value: object, shape: tuple[int, int]) -> np.ndarray | None:
-    """A belief record's ``mu_f32``/``var_f32`` array, or None when it does not fit ``shape``."""
+    """A belief record's ``mu_f32``/``var_f32`` array (float32, as logged: a long run's grids
+    are the bulk of a replay's memory), or None when it does not fit ``shape``."""
     if not isinstance(field_value, str):
         return None
     try:
@@ -378,7 +465,7 @@ def float32_grid(field_value: object, shape: tuple[int, int]) -> np.ndarray | No
         return None
     if len(data) != 4 * shape[0] * shape[1]:
         return None
-    return np.frombuffer(data, dtype="<f4").reshape(shape).astype(np.float64)
+    return np.frombuffer(data, dtype="<f4").reshape(shape).astype(np.float32)
 
 
 def iter_lines(log: ProcessLog, *names: str) -> Iterator[Line]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agents.drivers.net import resolve_interface
 from agents.drivers.runtime import EXIT_FAILED, AgentRuntime, RuntimeOptions, claim_epoch
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tests.support.carserver import ModelCar, free_address
 from tools.agent_config import agent_config
 from worlds.arena import load_arena, shipped_arena
@@ -45,7 +45,7 @@ def test_a_failing_tick_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None
     assert code == EXIT_FAILED and elapsed < 30.0
     assert runtime.fatal is not None and "a bug in the decision" in runtime.fatal
     assert state == (False, (0.0, 0.0), "stop")  # stopped by the agent, not by its watchdog
-    lines = list(read_run_log(tmp_path / "walnut.jsonl"))
+    lines = list(read_run_log(log_path(tmp_path, "walnut")))
     assert [ln["where"] for ln in lines if ln["event"] == "fatal"] == ["the decision loop"]
     assert lines[-1]["event"] == "stop" and "a bug" in lines[-1]["fatal"]
 

@@ -1,0 +1,86 @@
+"""``stigmesh log``: a run's logs as JSON lines, or as one MCAP file for Foxglove.
+
+    stigmesh log cat RUN/NAME [--event E ...]     every event of one log, one JSON line each
+    stigmesh log export RUN --jsonl [--out DIR]   NAME.jsonl beside (or in DIR) each NAME.mcap
+    stigmesh log export RUN --mcap FILE           every process of the run in one MCAP file
+
+The logs are MCAP (protocol/RUNLOG.md); ``cat`` prints what ``grep`` users read
+before: ``{"t": ..., "proc": ..., "event": ..., ...}`` with bytes in base64.
+``export --mcap`` merges the processes' channels in time order, so one file
+opened in Foxglove (with tools/view/stigmesh.layout.json) plays the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    cat = sub.add_parser("cat", help="print one log's events as JSON lines")
+    cat.add_argument("log", type=Path, metavar="RUN/NAME",
+                     help="a log file, or RUN_DIR/NAME for NAME's log in RUN_DIR")
+    cat.add_argument("--event", action="append", default=[], metavar="E",
+                     help="only these events (repeatable)")
+    export = sub.add_parser("export", help="a run's logs as JSON lines or as one MCAP file")
+    export.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    what = export.add_mutually_exclusive_group(required=True)
+    what.add_argument("--jsonl", action="store_true", help="write NAME.jsonl for each log")
+    what.add_argument("--mcap", type=Path, metavar="FILE", help="merge every log into FILE")
+    export.add_argument("--out", type=Path, default=None,
+                        help="where the JSON lines go (default: the run directory)")
+
+
+def _resolve(spec: Path) -> Path | None:
+    from protocol.runlog import LOG_SUFFIXES, log_path
+
+    if spec.is_file():
+        return spec
+    for candidate in (log_path(spec.parent, spec.name),
+                      *(spec.with_suffix(s) for s in LOG_SUFFIXES)):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def main(args: argparse.Namespace) -> int:
+    from protocol.runlog import ReadStats, dumps, merge_logs, process_logs, read_run_log
+
+    if args.action == "cat":
+        path = _resolve(args.log)
+        if path is None:
+            print(f"stigmesh log cat: no log {args.log}", file=sys.stderr)
+            return EXIT_USAGE
+        wanted = set(args.event)
+        stats = ReadStats()
+        for event in read_run_log(path, stats):
+            if not wanted or event.get("event") in wanted:
+                sys.stdout.write(dumps(event) + "\n")
+        if stats.bad_lines:
+            print(f"stigmesh log cat: {stats.bad_lines} damaged record(s) skipped",
+                  file=sys.stderr)
+        return EXIT_OK
+    logs = process_logs(args.run_dir) if args.run_dir.is_dir() else {}
+    if not logs:
+        print(f"stigmesh log export: {args.run_dir} holds no process log", file=sys.stderr)
+        return EXIT_USAGE
+    if args.mcap is not None:
+        count = merge_logs(list(logs.values()), args.mcap)
+        print(f"wrote {args.mcap}: {count} messages of {len(logs)} logs "
+              f"({args.mcap.stat().st_size / 1e6:.2f} MB)")
+        return EXIT_OK
+    out: Path = args.out or args.run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    for name, path in logs.items():
+        if path.suffix == ".jsonl" and out == args.run_dir:
+            continue  # already JSON lines
+        target = out / f"{name}.jsonl"
+        with target.open("w", encoding="utf-8") as f:
+            for event in read_run_log(path):
+                f.write(dumps(event) + "\n")
+        print(f"wrote {target}")
+    return EXIT_OK
