@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agents.belief import FusionRule, GridParams, ReputationParams, TrackParams
 from agents.drive_model import DriveModel
@@ -20,6 +20,22 @@ from agents.room import Room
 from protocol.swarm.limits import ClaimLimits
 
 FUSION_NONE = "none"  # a fusion setting: share nothing received (the no-sharing baseline)
+
+
+def track_for_target(
+    max_speed: float | None, max_accel: float | None, radius: float | None,
+    base: TrackParams | None = None,
+) -> TrackParams:
+    """The track's parameters for a declared target (a site's ``[target]``): its
+    ``max_speed``, ``max_accel`` and half-width where the site gives them, ``base``'s
+    defaults (TrackParams: 1.5 m/s, 2 m/s²) where it does not."""
+    base = base if base is not None else TrackParams()
+    return replace(
+        base,
+        max_speed=base.max_speed if max_speed is None else max_speed,
+        max_accel=base.max_accel if max_accel is None else max_accel,
+        target_radius=base.target_radius if radius is None else radius,
+    )
 
 
 PENDING_TIMEOUT = 5.0  # and for this long at most (SWARM.md: a claim is at most 5 s old)

@@ -37,6 +37,7 @@ from agents.belief import (
     TrackFilter,
 )
 from agents.belief import Detection as GridDetection
+from agents.belief.constraints import FreeSpace
 from agents.belief.track import cv_predict
 from agents.config import FUSION_NONE, PENDING_TIMEOUT, AgentConfig
 from agents.faults import Byzantine, ByzantineSpec, Stage
@@ -125,7 +126,8 @@ class AgentCore:
         self.config = config
         c = config
         self.grid = PheromoneGrid(c.grid, x=c.room.width / 2, y=c.room.height / 2)
-        self.track = TrackFilter(c.track)
+        self.space = FreeSpace.of_room(c.room, margin=c.track.target_radius)
+        self.track = TrackFilter(c.track, self.space)
         self.reputation = ReputationTable(c.reputation)
         self.localizer = PoseEKF(c.landmarks, drive=c.drive, params=c.localizer, t0=t0)
         self.navigator = Navigator(drive=c.drive, params=c.nav)
@@ -193,7 +195,7 @@ class AgentCore:
             self.stats["detections"] += 1
             self._last_detection_at = det.t
             detections.append(GridDetection(det.x, det.y, det.cov))
-            upd = self.track.update_position((det.x, det.y), det.cov, det.t)
+            upd = self.track.update_position((det.x, det.y), det.cov, det.t, consider=det.pose_cov)
             if upd.accepted:
                 self._track_dirty = True
                 self._track_info_at = now
@@ -306,12 +308,10 @@ class AgentCore:
         self._pose_had = pose is not None
         self.grid.predict(dt)
         self.grid.decay(dt)
+        # The grid is not a measurement of the track: it holds the same detections (and
+        # the peers' cells), only older.
         if self.track.initialised:
             self.track.predict_to(max(now, self.track.time))
-            peak = self.grid.peak()
-            if self.track.update_from_grid_peak(peak, now).accepted:
-                self._track_dirty = True
-                self._track_info_at = now
             if now - self._track_info_at > self.config.track_timeout:
                 self.track.reset()
                 self._emit("track_dropped", {"silent": now - self._track_info_at})
@@ -453,8 +453,9 @@ class AgentCore:
         t_local, uncertainty = mapped  # plausible: judged on receipt, with this mapping
         x = np.array(body.mean, dtype=np.float64)
         P = from_upper_triangle(body.cov, 4)
-        # The clock's uncertainty becomes position uncertainty along the velocity.
-        P = P + uncertainty**2 * np.diag([x[2] ** 2, x[3] ** 2, 0.0, 0.0])
+        # The clock's uncertainty u is a time error δt that moves the claimed position by
+        # v·δt: its second moment u²·E[v vᵀ] = u²·(v vᵀ + P_vv) joins the position block.
+        P[:2, :2] += uncertainty**2 * (np.outer(x[2:], x[2:]) + P[2:, 2:])
         peer.track = (x, P, t_local)
         verdict = None
         if self.config.use_reputation:
@@ -630,6 +631,8 @@ class AgentCore:
                 "uncertainty": self.track.uncertainty,
                 "updates": self.track.update_count,
                 "confident": self.track_confident(now),
+                "modes": self.track.mode_probabilities.tolist(),  # constant velocity, turn
+                "turn_rate": self.track.turn_rate,
             }
         return record
 

@@ -593,5 +593,7 @@ class PoseEKF:
             return None
         x, P = at
         p, J, G = target_position(x, sighting, self.params.camera_forward)
-        cov = J @ P @ J.T + G @ sighting.noise_cov @ G.T
-        return Detection(float(p[0]), float(p[1]), 0.5 * (cov + cov.T), t_stamp)
+        pose_cov = J @ P @ J.T
+        cov = pose_cov + G @ sighting.noise_cov @ G.T
+        return Detection(float(p[0]), float(p[1]), 0.5 * (cov + cov.T), t_stamp,
+                         0.5 * (pose_cov + pose_cov.T))

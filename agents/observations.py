@@ -131,18 +131,26 @@ class PoseFix:
 
 @dataclass(frozen=True, eq=False)
 class Detection:
-    """A world-frame target position with its 2x2 covariance, captured at ``t``."""
+    """A world-frame target position with its 2x2 covariance, captured at ``t``.
+
+    ``pose_cov``, when known, is the part of ``cov`` due to the robot's own pose error
+    (``J P Jᵀ``): the same error for every detection until the pose is corrected, which
+    the track treats as a consider term.
+    """
 
     x: float
     y: float
     cov: FloatArray
     t: float
+    pose_cov: FloatArray | None = None
 
     def __post_init__(self) -> None:
         _finite("x", self.x)
         _finite("y", self.y)
         _finite("t", self.t)
         object.__setattr__(self, "cov", checked_covariance(self.cov, 2))
+        if self.pose_cov is not None:
+            object.__setattr__(self, "pose_cov", checked_covariance(self.pose_cov, 2, "pose_cov"))
 
 
 @dataclass(frozen=True)

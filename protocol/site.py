@@ -60,6 +60,7 @@ class SiteTarget:
     size: float  # black square edge
     height: float  # tag centre above the floor
     max_speed: float | None = None  # m/s, when declared
+    max_accel: float | None = None  # m/s², when declared
 
     @property
     def body_side(self) -> float:
@@ -177,6 +178,7 @@ def read_target(t: Table, room: Room) -> SiteTarget:
         size=t.number("size", 0.12, 0.02, 1.0),
         height=t.number("height", 0.21, 0.05, room.wall_height),
         max_speed=t.optional_number("max_speed", 0.01, 20.0),
+        max_accel=t.optional_number("max_accel", 0.01, 100.0),
     )
 
 
@@ -289,6 +291,8 @@ def site_to_toml(site: Site) -> str:
                 f"height = {g.height!r}"]
         if g.max_speed is not None:
             out.append(f"max_speed = {g.max_speed!r}")
+        if g.max_accel is not None:
+            out.append(f"max_accel = {g.max_accel!r}")
     for rt in site.robot_tags:
         out += ["", "[[robot_tags]]", f"robot = {_q(rt.robot)}", f"tag_id = {rt.tag_id}",
                 f"size = {rt.size!r}", f"forward = {rt.forward!r}", f"left = {rt.left!r}",

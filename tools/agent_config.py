@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agents.config import AgentConfig, Sensing
+from agents.config import AgentConfig, Sensing, track_for_target
 from agents.drive_model import DriveModel
 from agents.localization import LocalizerParams
 from agents.perception.tagmap import (
@@ -78,6 +78,8 @@ def config_from_site(
         localizer=LocalizerParams(
             camera_forward=0.0 if forward is None else forward, gyro_error=0.1
         ),
+        track=track_for_target(site.target.max_speed, site.target.max_accel,
+                               site.target.axis_offset),
         fusion=s["fusion"],
         use_reputation=s["reputation"],
     )

@@ -4,6 +4,7 @@ Pure numpy/scipy maths: no sockets, no clocks, no protocol imports. Time comes
 in as ``now`` or ``dt`` (seconds); the agent converts wire messages to arrays.
 """
 
+from agents.belief.constraints import FreeSpace, constrain
 from agents.belief.deposit import Detection, Footprint
 from agents.belief.fusion import (
     FusionRule,
@@ -17,28 +18,32 @@ from agents.belief.fusion import (
 )
 from agents.belief.grid import CellBlock, GridPeak, PheromoneGrid
 from agents.belief.lattice import cell_centre, cell_index, global_to_local, origin_for
-from agents.belief.params import CHI2_2DOF_99, GridParams, ReputationParams, TrackParams
-from agents.belief.reputation import CheckOutcome, PositionClaim, ReputationTable, position_nis
-from agents.belief.track import (
-    PeerFusion,
-    TrackFilter,
-    UpdateReason,
-    UpdateResult,
+from agents.belief.models import (
+    ConstantVelocity,
+    CoordinatedTurn,
+    MotionModel,
     cv_predict,
     cv_process_noise,
     cv_transition,
 )
+from agents.belief.params import CHI2_2DOF_99, GridParams, ReputationParams, TrackParams
+from agents.belief.reputation import CheckOutcome, PositionClaim, ReputationTable, position_nis
+from agents.belief.track import PeerFusion, TrackFilter, UpdateReason, UpdateResult
 
 __all__ = [
     "CHI2_2DOF_99",
     "CellBlock",
     "CheckOutcome",
+    "ConstantVelocity",
+    "CoordinatedTurn",
     "Detection",
     "Footprint",
+    "FreeSpace",
     "FusionRule",
     "GridParams",
     "GridPeak",
     "MatrixFusion",
+    "MotionModel",
     "PeerFusion",
     "PheromoneGrid",
     "PositionClaim",
@@ -53,6 +58,7 @@ __all__ = [
     "ci_criterion_value",
     "ci_matrix",
     "ci_scalar",
+    "constrain",
     "cv_predict",
     "cv_process_noise",
     "cv_transition",

@@ -94,32 +94,71 @@ class GridParams:
 
 @dataclass(frozen=True)
 class TrackParams:
-    """Constant-velocity track filter."""
+    """The track filter: an IMM of constant velocity and coordinated turn (agents/belief/track.py).
 
-    accel_psd: float = 0.5
-    """q: spectral density of the white acceleration noise per axis, m²/s³."""
+    The target's declared limits (``max_speed``, ``max_accel``: a site's ``[target]``,
+    protocol/SITE.md) bound every prediction and set the process noises that are not
+    given explicitly: the constant-velocity mode's white-acceleration density is
+    ``max_accel² · cv_manoeuvre_time`` (a velocity change of ``max_accel`` over that
+    time is one sigma), the turn mode's ``(ct_accel_fraction · max_accel)²·1 s``.
+    """
+
+    max_speed: float = 1.5
+    """The target's maximum speed, m/s (a site's [target] max_speed overrides it)."""
+    max_accel: float = 2.0
+    """The target's maximum acceleration, m/s² (a site's [target] max_accel overrides it)."""
+    cv_manoeuvre_time: float = 0.1
+    """s: the constant-velocity mode's white-acceleration density is ``max_accel²`` times
+    this (a velocity change of max_accel over this time is one sigma)."""
+    ct_accel_fraction: float = 0.15
+    """The coordinated-turn mode's residual acceleration density is ``(this · max_accel)²``
+    per second."""
+    turn_rate_psd: float = 0.05
+    """Spectral density of the turn rate's random walk, rad²/s³."""
+    sojourn_cv: float = 2.0
+    """Mean time, s, the target keeps a constant velocity ..."""
+    sojourn_ct: float = 4.0
+    """... and keeps turning."""
+    initial_turn: float = 0.5
+    """Probability of the turn mode for a new track."""
+    mode_floor: float = 1e-3
+    """No mode probability drops below this (a mode never dies out)."""
     init_velocity_var: float = 4.0
-    """Velocity variance (m/s)² per axis on (re-)initialisation."""
+    """Velocity variance (m/s)² per axis on (re-)initialisation (at most max_speed²)."""
+    init_turn_rate_var: float = 1.0
+    """Turn-rate variance (rad/s)² on (re-)initialisation."""
+    pose_error_time: float = 1.0
+    """s: correlation time of the robot's own pose error, the consider term of a detection."""
+    target_radius: float = 0.075
+    """m: the target's half-width; its centre stays this far from walls and obstacles."""
     gate: float = CHI2_2DOF_99
     """Chi-square gate on the normalised innovation squared (2 dof)."""
     max_consecutive_gated: int = 5
     """After this many gated detections in a row, re-initialise on the newest one."""
     max_measurement_lag: float = 1.0
-    """A measurement older than the state by more than this (s) is refused as stale."""
+    """s: measurements and fusions this recent are kept, so a late detection is processed
+    exactly at its time; an older one is refused as stale."""
     peak_min_mu: float = 0.5
-    """A grid peak is used as a pseudo-measurement only if its mu is at least this."""
-    peak_max_var: float = 0.1
-    """... and its var is at most this."""
-    peak_var_to_m2: float = 0.25
-    """Position variance (m²) per unit of the peak cell's var, added to c²/12."""
-    peak_holdoff: float = 0.5
-    """No grid-peak update within this many seconds of an accepted detection."""
+    """A grid peak counts as a target sighting (the replay's grid-peak error) from this mu."""
     ci_criterion: str = "trace"
     """What peer fusion's ω minimises: "trace" or "det"."""
 
     def __post_init__(self) -> None:
-        _positive("accel_psd", self.accel_psd)
+        _positive("max_speed", self.max_speed)
+        _positive("max_accel", self.max_accel)
+        _positive("cv_manoeuvre_time", self.cv_manoeuvre_time)
+        _positive("ct_accel_fraction", self.ct_accel_fraction)
+        _non_negative("turn_rate_psd", self.turn_rate_psd)
+        _positive("sojourn_cv", self.sojourn_cv)
+        _positive("sojourn_ct", self.sojourn_ct)
+        require(math.isfinite(self.initial_turn) and 0.0 <= self.initial_turn <= 1.0,
+                "initial_turn must be in [0, 1]")
+        require(math.isfinite(self.mode_floor) and 0.0 <= self.mode_floor < 0.5,
+                "mode_floor must be in [0, 0.5)")
         _positive("init_velocity_var", self.init_velocity_var)
+        _positive("init_turn_rate_var", self.init_turn_rate_var)
+        _positive("pose_error_time", self.pose_error_time)
+        _non_negative("target_radius", self.target_radius)
         _positive("gate", self.gate)
         require(
             isinstance(self.max_consecutive_gated, int) and self.max_consecutive_gated >= 1,
@@ -127,10 +166,33 @@ class TrackParams:
         )
         _non_negative("max_measurement_lag", self.max_measurement_lag)
         _non_negative("peak_min_mu", self.peak_min_mu)
-        _positive("peak_max_var", self.peak_max_var)
-        _positive("peak_var_to_m2", self.peak_var_to_m2)
-        _non_negative("peak_holdoff", self.peak_holdoff)
         require(self.ci_criterion in ("trace", "det"), "ci_criterion must be 'trace' or 'det'")
+
+    @property
+    def q_cv(self) -> float:
+        """White-acceleration density of the constant-velocity mode, m²/s³."""
+        return self.max_accel**2 * self.cv_manoeuvre_time
+
+    @property
+    def accel_psd(self) -> float:
+        """q, m²/s³, of the constant-velocity prediction of a published 4-state track: the wire
+        carries no mode, so a peer's track (and the replay's) is predicted with the CV mode."""
+        return self.q_cv
+
+    @property
+    def q_ct(self) -> float:
+        """White-acceleration density of the coordinated-turn mode, m²/s³."""
+        return (self.ct_accel_fraction * self.max_accel) ** 2
+
+    @property
+    def sojourn(self) -> tuple[float, float]:
+        """Mean sojourn times of the modes (constant velocity, coordinated turn), s."""
+        return (self.sojourn_cv, self.sojourn_ct)
+
+    @property
+    def initial_modes(self) -> tuple[float, float]:
+        """Mode probabilities of a new track (constant velocity, coordinated turn)."""
+        return (1.0 - self.initial_turn, self.initial_turn)
 
 
 @dataclass(frozen=True)

@@ -1,58 +1,79 @@
-"""Constant-velocity Kalman track of the target, state ``[x, y, vx, vy]``.
+"""The target's track: an IMM of constant velocity and coordinated turn on ``[x, y, vx, vy, ω]``.
 
-The motion model is the textbook continuous white-noise acceleration model
-with spectral density ``q`` per axis::
+The estimator (Bar-Shalom, Li, Kirubarajan 2001, §11.6.6 and §11.7):
 
-    F(dt) = [[1, 0, dt, 0], [0, 1, 0, dt], [0, 0, 1, 0], [0, 0, 0, 1]]
-    Q(dt) = q · [[dt³/3·I, dt²/2·I], [dt²/2·I, dt·I]]
-
-Measurements are positions (``H = [I 0]``), gated on the normalised
-innovation squared against χ²(2). Peer tracks are predicted from their time to
-now with the same model (the principled staleness penalty) and fused by
-matrix covariance intersection.
+- **Modes**: :class:`~agents.belief.models.ConstantVelocity` and
+  :class:`~agents.belief.models.CoordinatedTurn` (turn rate as a state, EKF),
+  switching as a continuous-time Markov chain with mean sojourn times
+  ``params.sojourn``; their process noises come from the target's declared
+  ``max_accel`` (:class:`~agents.belief.params.TrackParams`). What is published
+  (``state``, ``covariance``: the wire TRACK's ``[x, y, vx, vy]``) is the
+  moment-matched combination of the modes.
+- **Constraints**: every mode's prediction is kept inside the room and out of
+  known obstacles (the target's centre, :class:`~agents.belief.constraints.FreeSpace`)
+  and under ``max_speed``; what a constraint moves is added to the covariance
+  (:func:`~agents.belief.constraints.constrain`), so a lost track widens in
+  place instead of flying off.
+- **Exact late detections**: the filter keeps the posterior of its newest
+  update, and the estimate at any later time is a prediction *from that
+  posterior* (``predict_to`` only moves the time the estimate is shown at). A
+  detection captured after the newest update is applied at its capture time,
+  exactly. One captured before it (a peer track was fused meanwhile, or
+  detections crossed) rewinds: the filter keeps the posterior before every
+  update of the last ``max_measurement_lag`` seconds, applies the late
+  detection at its own time and re-applies the later updates in order (with
+  the verdicts they had). Older ones are refused as ``stale``.
+- **The robot's own pose error is a consider term**: a detection's covariance
+  is ``C + R`` with ``C = J P_pose Jᵀ`` the part due to the robot's pose
+  error, which is the same error for detections close in time. The filter
+  does not estimate it (Schmidt–Kalman): it keeps each mode's cross-covariance
+  ``S = Cov(state error, b)`` with the pose-induced offset ``b``, decays it
+  with the pose error's correlation time between detections, and uses it in
+  the gain and the covariance update, so repeated detections through the
+  same pose error are not averaged as if independent.
+- **Gating**: the normalised innovation squared of the combined prediction
+  against χ²(2); after ``max_consecutive_gated`` gated detections in a row the
+  filter re-initialises on the newest one.
+- **Peers**: a received 4-state track is predicted to now with the CV model
+  of ``accel_psd`` (the wire carries no mode) under the same constraints, then
+  fused into each mode by covariance intersection on the kinematic part; the
+  turn rate and the cross-covariances follow by linear regression on it.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
 
-from agents.belief.fusion import FusionRule, MatrixFusion, ci_matrix, naive_matrix
-from agents.belief.grid import GridPeak
+from agents.belief.constraints import FreeSpace, constrain
+from agents.belief.fusion import FusionRule, ci_matrix, naive_matrix
+from agents.belief.imm import (
+    gaussian_likelihood,
+    mix,
+    moment_match,
+    posterior_mode_probabilities,
+    switching_matrix,
+)
+from agents.belief.models import (
+    KINEMATIC,
+    STATE_DIM,
+    ConstantVelocity,
+    CoordinatedTurn,
+    MotionModel,
+    cv_predict,
+    cv_process_noise,
+    cv_transition,
+)
 from agents.belief.params import TrackParams
 
 FloatArray = npt.NDArray[np.float64]
 
-
-def cv_transition(dt: float) -> FloatArray:
-    """F(dt) of the constant-velocity model."""
-    F = np.eye(4)
-    F[0, 2] = F[1, 3] = dt
-    return F
-
-
-def cv_process_noise(dt: float, q: float) -> FloatArray:
-    """Q(dt) of white acceleration noise with spectral density q (uses |dt|)."""
-    a = abs(dt)
-    Q = np.zeros((4, 4))
-    Q[0, 0] = Q[1, 1] = q * a**3 / 3.0
-    Q[0, 2] = Q[2, 0] = Q[1, 3] = Q[3, 1] = q * a**2 / 2.0
-    Q[2, 2] = Q[3, 3] = q * a
-    return Q
-
-
-def cv_predict(
-    x: npt.ArrayLike, P: npt.ArrayLike, dt: float, q: float
-) -> tuple[FloatArray, FloatArray]:
-    """``(F x, F P Fᵀ + Q)``. A negative dt predicts backwards but still adds Q(|dt|)."""
-    F = cv_transition(dt)
-    x_ = F @ np.asarray(x, dtype=np.float64)
-    P_ = F @ np.asarray(P, dtype=np.float64) @ F.T + cv_process_noise(dt, q)
-    return x_, 0.5 * (P_ + P_.T)
+H = np.hstack([np.eye(2), np.zeros((2, STATE_DIM - 2))])
 
 
 class UpdateReason(StrEnum):
@@ -65,8 +86,6 @@ class UpdateReason(StrEnum):
     STALE = "stale"
     INVALID = "invalid"
     NOT_INITIALISED = "not_initialised"
-    PEAK_WEAK = "peak_weak"
-    HOLDOFF = "holdoff"
 
 
 @dataclass(frozen=True)
@@ -78,14 +97,6 @@ class UpdateResult:
     nis: float = math.nan
 
 
-def _valid_covariance(R: FloatArray) -> bool:
-    """Finite, symmetric (to rounding) and positive definite 2×2."""
-    (a, b), (c, d) = R.tolist()
-    if not all(math.isfinite(v) for v in (a, b, c, d)):
-        return False
-    return abs(b - c) <= 1e-9 * (abs(a) + abs(d)) and a > 0.0 and a * d - b * c > 0.0
-
-
 @dataclass(frozen=True)
 class PeerFusion:
     """Result of :meth:`TrackFilter.fuse_peer`: ω on the own state, or adoption of the peer's."""
@@ -94,69 +105,152 @@ class PeerFusion:
     adopted: bool
 
 
+def _valid_covariance(R: FloatArray) -> bool:
+    """Finite, symmetric (to rounding) and positive semi-definite 2×2 (definite unless zero)."""
+    (a, b), (c, d) = R.tolist()
+    if not all(math.isfinite(v) for v in (a, b, c, d)):
+        return False
+    return abs(b - c) <= 1e-9 * (abs(a) + abs(d)) and a > 0.0 and a * d - b * c > 0.0
+
+
+def _psd2(C: FloatArray) -> bool:
+    (a, b), (c, d) = C.tolist()
+    return (all(math.isfinite(v) for v in (a, b, c, d)) and abs(b - c) <= 1e-9 * (abs(a) + abs(d))
+            and a >= 0.0 and d >= 0.0 and a * d - b * c >= -1e-18)
+
+
+def _inv2(S: FloatArray) -> FloatArray | None:
+    det = float(S[0, 0] * S[1, 1] - S[0, 1] * S[1, 0])
+    if not (det > 0.0 and S[0, 0] > 0.0):
+        return None
+    return np.array([[S[1, 1], -S[0, 1]], [-S[1, 0], S[0, 0]]]) / det
+
+
+@dataclass
+class _Posterior:
+    """Every mode's estimate at time ``t``, with the cross-covariances of the consider term."""
+
+    t: float
+    xs: list[FloatArray]
+    Ps: list[FloatArray]
+    Ss: list[FloatArray]  # STATE_DIM × 2: Cov(state error, pose-induced detection offset)
+    mu: FloatArray
+
+    def copy(self) -> _Posterior:
+        return _Posterior(self.t, [x.copy() for x in self.xs], [P.copy() for P in self.Ps],
+                          [S.copy() for S in self.Ss], self.mu.copy())
+
+    def combined(self) -> tuple[FloatArray, FloatArray]:
+        return moment_match(self.mu, self.xs, self.Ps)
+
+
+@dataclass
+class _Step:
+    """An update kept for re-processing: a detection or a fused peer track, and the posterior
+    before it."""
+
+    t: float
+    kind: str  # "detection" or "peer"
+    before: _Posterior
+    z: FloatArray = field(default_factory=lambda: np.zeros(2))
+    R: FloatArray = field(default_factory=lambda: np.zeros((2, 2)))
+    C: FloatArray = field(default_factory=lambda: np.zeros((2, 2)))
+    rule: FusionRule = FusionRule.CI
+    x_peer: FloatArray = field(default_factory=lambda: np.zeros(4))
+    P_peer: FloatArray = field(default_factory=lambda: np.zeros((4, 4)))
+
+
 class TrackFilter:
-    """A CV Kalman filter with gating, grid-peak pseudo-measurements and peer CI.
+    """The IMM track with gating, exact late detections, constraints and peer CI (module doc)."""
 
-    Gating cannot lock the filter out: after ``max_consecutive_gated`` detections
-    in a row fail the gate, the filter re-initialises on the newest of them
-    (position from the detection, zero velocity with ``init_velocity_var``).
-    Grid-peak pseudo-measurements never count towards that (the grid may lag).
-    """
-
-    def __init__(self, params: TrackParams | None = None) -> None:
+    def __init__(self, params: TrackParams | None = None, space: FreeSpace | None = None) -> None:
         self.params = params if params is not None else TrackParams()
-        self._F = np.eye(4)
+        self.space = space
+        p = self.params
+        self.models: tuple[MotionModel, ...] = (
+            ConstantVelocity(p.q_cv, p.turn_rate_psd),
+            CoordinatedTurn(p.q_ct, p.turn_rate_psd),
+        )
         self.reset()
 
     def reset(self) -> None:
         """Forget the track (the next detection or peer track initialises it again)."""
-        self._x = np.zeros(4)
-        self._P = np.eye(4)
-        self._t = math.nan
-        self._initialised = False
+        self._post: _Posterior | None = None
+        self._steps: list[_Step] = []
+        self._view_t = math.nan
+        self._view: tuple[FloatArray, FloatArray, FloatArray] | None = None
         self._updates = 0
         self._gated_in_row = 0
         self._reinits = 0
-        self._last_detection_t = -math.inf
 
     # ----------------------------------------------------------------- state
     @property
     def initialised(self) -> bool:
-        return self._initialised
+        return self._post is not None
 
     @property
     def time(self) -> float:
-        """Time the state refers to (NaN before initialisation)."""
-        return self._t
+        """Time the shown estimate refers to (NaN before initialisation)."""
+        return self._view_t
+
+    @property
+    def posterior_time(self) -> float:
+        """Time of the newest update (NaN before initialisation)."""
+        return math.nan if self._post is None else self._post.t
+
+    def _shown(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        if self._view is None:
+            if self._post is None:
+                self._view = (np.zeros(4), np.eye(4), np.zeros(len(self.models)))
+            else:
+                prior = self._predicted(self._post, self._view_t)
+                x, P = prior.combined()
+                self._view = (x[KINEMATIC].copy(), P[KINEMATIC, KINEMATIC].copy(), prior.mu)
+        return self._view
 
     @property
     def state(self) -> FloatArray:
-        return self._x.copy()
+        """``[x, y, vx, vy]`` at :attr:`time` (the IMM's moment-matched estimate)."""
+        return self._shown()[0].copy()
 
     @property
     def covariance(self) -> FloatArray:
-        return self._P.copy()
+        return self._shown()[1].copy()
+
+    @property
+    def mode_probabilities(self) -> FloatArray:
+        """Probability of each mode (constant velocity, coordinated turn) at :attr:`time`."""
+        return self._shown()[2].copy()
+
+    @property
+    def turn_rate(self) -> float:
+        """The combined estimate's turn rate ω, rad/s, at :attr:`time` (NaN without a track)."""
+        if self._post is None:
+            return math.nan
+        x, _ = self._predicted(self._post, self._view_t).combined()
+        return float(x[4])
 
     @property
     def position(self) -> FloatArray:
-        return self._x[:2].copy()
+        return self._shown()[0][:2].copy()
 
     @property
     def velocity(self) -> FloatArray:
-        return self._x[2:].copy()
+        return self._shown()[0][2:].copy()
 
     @property
     def speed(self) -> float:
-        return math.hypot(self._x[2], self._x[3])
+        x = self._shown()[0]
+        return math.hypot(x[2], x[3])
 
     @property
     def uncertainty(self) -> float:
-        """trace(P) / 4 (the figure the seed plots)."""
-        return float(np.trace(self._P)) / 4.0
+        """trace(P) / 4 of the published 4-state (the figure the seed plots)."""
+        return float(np.trace(self._shown()[1])) / 4.0
 
     @property
     def update_count(self) -> int:
-        """Measurements incorporated (initialisations included)."""
+        """Own measurements incorporated (initialisations included)."""
         return self._updates
 
     @property
@@ -167,41 +261,69 @@ class TrackFilter:
     def consecutive_gated(self) -> int:
         return self._gated_in_row
 
+    def state_at(self, t: float) -> tuple[FloatArray, FloatArray]:
+        """``(x, P)`` of the published 4-state predicted to ``t`` (the posterior itself for a
+        ``t`` at or before the newest update), without changing the filter."""
+        if self._post is None:
+            raise ValueError("no track")
+        x, P = self._predicted(self._post, t).combined()
+        return x[KINEMATIC].copy(), P[KINEMATIC, KINEMATIC].copy()
+
+    def copy(self) -> TrackFilter:
+        """An independent filter in the same state."""
+        other = TrackFilter(self.params, self.space)
+        other._post = None if self._post is None else self._post.copy()
+        other._steps = [
+            _Step(s.t, s.kind, s.before.copy(), s.z.copy(), s.R.copy(), s.C.copy(), s.rule,
+                  s.x_peer.copy(), s.P_peer.copy())
+            for s in self._steps
+        ]
+        other._view_t = self._view_t
+        other._updates, other._gated_in_row, other._reinits = (
+            self._updates, self._gated_in_row, self._reinits)
+        return other
+
     # --------------------------------------------------------------- predict
     def predict_to(self, t: float) -> None:
-        """Propagate the state to time ``t``; a time at or before the state's is a no-op."""
-        if not self._initialised:
+        """Show the estimate at ``t`` from now on; a time at or before the shown one is a no-op.
+
+        The posterior is not changed: a prediction is always made from the newest update.
+        """
+        if self._post is None or not t > self._view_t:
             return
-        dt = t - self._t
+        self._view_t = t
+        self._view = None
+
+    def _predicted(self, post: _Posterior, t: float) -> _Posterior:
+        """The IMM prediction of ``post`` to ``t`` (mixing, mode-matched prediction, limits)."""
+        dt = t - post.t
         if not dt > 0.0:
-            return
-        F = self._F
-        F[0, 2] = F[1, 3] = dt
-        self._x = F @ self._x
-        P = F @ self._P @ F.T
-        q = self.params.accel_psd
-        P[0, 0] += q * dt**3 / 3.0
-        P[1, 1] += q * dt**3 / 3.0
-        c = q * dt**2 / 2.0
-        P[0, 2] += c
-        P[2, 0] += c
-        P[1, 3] += c
-        P[3, 1] += c
-        P[2, 2] += q * dt
-        P[3, 3] += q * dt
-        self._P = P
-        self._t = t
+            return post
+        p = self.params
+        cbar, x0, P0, M = mix(post.mu, switching_matrix(dt, p.sojourn), post.xs, post.Ps)
+        decay = math.exp(-dt / p.pose_error_time)
+        xs, Ps, Ss = [], [], []
+        for j, model in enumerate(self.models):
+            S0 = sum((M[i, j] * post.Ss[i] for i in range(len(self.models))),
+                     start=np.zeros((STATE_DIM, 2)))
+            fx, F = model.transition(x0[j], dt)
+            Pj = F @ P0[j] @ F.T + model.noise(dt)
+            xj, Pj, _ = constrain(fx, 0.5 * (Pj + Pj.T), self.space, p.max_speed)
+            xs.append(xj)
+            Ps.append(Pj)
+            Ss.append(decay * (F @ S0))
+        return _Posterior(t, xs, Ps, Ss, cbar)
 
     # ---------------------------------------------------------------- update
-    def update_position(self, z: npt.ArrayLike, R: npt.ArrayLike, t: float) -> UpdateResult:
+    def update_position(
+        self, z: npt.ArrayLike, R: npt.ArrayLike, t: float, *, consider: npt.ArrayLike | None = None
+    ) -> UpdateResult:
         """A position detection ``z`` (m) with covariance ``R`` (2×2, m²) captured at ``t``.
 
-        The first detection initialises the track. A detection older than the state
-        (up to ``max_measurement_lag``) is moved to the state's time along the
-        estimated velocity, with ``lag²·P_vv`` and the process noise of the lag added
-        to R (an approximation that ignores the position-velocity correlation); older
-        ones are refused as ``stale``. A gated detection that triggers re-initialisation
-        returns ``accepted=True`` with reason ``reinitialised``.
+        ``consider`` (2×2, m²): the part of ``R`` due to the robot's own pose error (a consider
+        term; the rest of R is the sensor's own, independent noise). The first detection
+        initialises the track; see the module docstring for late ones. A gated detection
+        that triggers re-initialisation returns ``accepted=True``, reason ``reinitialised``.
         """
         z_ = np.asarray(z, dtype=np.float64).reshape(2)
         R_ = np.asarray(R, dtype=np.float64).reshape(2, 2)
@@ -209,99 +331,159 @@ class TrackFilter:
             return UpdateResult(False, UpdateReason.INVALID)
         if not math.isfinite(t):
             return UpdateResult(False, UpdateReason.INVALID)
-        if not self._initialised:
+        C_ = np.zeros((2, 2)) if consider is None else np.asarray(consider, np.float64)
+        C_ = 0.5 * (C_.reshape(2, 2) + C_.reshape(2, 2).T)
+        if not (_psd2(C_) and _valid_covariance(R_ - C_)):
+            C_ = np.zeros((2, 2))  # no usable split: all of R as independent noise
+        R_s = R_ - C_
+        if self._post is None:
             self._initialise(z_, R_, t)
             return UpdateResult(True, UpdateReason.INITIALISED)
-        z_, R_, stale = self._align(z_, R_, t)
-        if stale:
-            return UpdateResult(False, UpdateReason.STALE)
-        accepted, nis = self._kalman_update(z_, R_)
+        step = _Step(t, "detection", self._post, z=z_, R=R_s, C=C_)
+        if t >= self._post.t:
+            prior = self._predicted(self._post, t)
+            accepted, nis = self._gate(prior, z_, R_s, C_)
+            if accepted:
+                self._post = self._update(prior, z_, R_s, C_)
+                self._steps.append(step)
+        else:
+            # Rewind to the posterior before the first kept update newer than t.
+            k = bisect.bisect_right([s.t for s in self._steps], t)
+            base = self._steps[k].before if k < len(self._steps) else self._post
+            if base.t > t:
+                return UpdateResult(False, UpdateReason.STALE)
+            prior = self._predicted(base, t)
+            accepted, nis = self._gate(prior, z_, R_s, C_)
+            if accepted:
+                step.before = base
+                post = self._update(prior, z_, R_s, C_)
+                later = self._steps[k:]
+                self._steps = [*self._steps[:k], step]
+                for s in later:
+                    s.before = post
+                    post = self._apply(post, s)
+                    self._steps.append(s)
+                self._post = post
         if accepted:
+            self._updates += 1
             self._gated_in_row = 0
-            self._last_detection_t = self._t
+            self._after_change(t)
             return UpdateResult(True, UpdateReason.ACCEPTED, nis)
         self._gated_in_row += 1
         if self._gated_in_row >= self.params.max_consecutive_gated:
-            # Re-initialise on the raw measurement at its own capture time.
-            self._initialise(
-                np.asarray(z, dtype=np.float64).reshape(2),
-                np.asarray(R, dtype=np.float64).reshape(2, 2),
-                t,
-            )
+            self._initialise(z_, R_, t)
             self._reinits += 1
             return UpdateResult(True, UpdateReason.REINITIALISED, nis)
         return UpdateResult(False, UpdateReason.GATED, nis)
 
-    def update_from_grid_peak(self, peak: GridPeak, t: float) -> UpdateResult:
-        """Use the grid's peak cell (captured at ``t``) as a pseudo-measurement if confident.
-
-        Used only when the track is initialised, ``mu >= peak_min_mu``,
-        ``var <= peak_max_var`` and no detection was accepted in the last
-        ``peak_holdoff`` seconds (the grid already holds those detections; fusing its
-        peak right after them would count them twice).
-        ``R = (c²/12 + peak_var_to_m2 · var) · I``; gated like a detection.
-        """
-        p = self.params
-        if not self._initialised:
-            return UpdateResult(False, UpdateReason.NOT_INITIALISED)
-        if not (peak.mu >= p.peak_min_mu and peak.var <= p.peak_max_var):
-            return UpdateResult(False, UpdateReason.PEAK_WEAK)
-        if t - self._last_detection_t < p.peak_holdoff:
-            return UpdateResult(False, UpdateReason.HOLDOFF)
-        r = peak.cell_size * peak.cell_size / 12.0 + p.peak_var_to_m2 * peak.var
-        z_, R_, stale = self._align(np.array([peak.x, peak.y]), r * np.eye(2), t)
-        if stale:
-            return UpdateResult(False, UpdateReason.STALE)
-        accepted, nis = self._kalman_update(z_, R_)
-        return UpdateResult(
-            accepted, UpdateReason.ACCEPTED if accepted else UpdateReason.GATED, nis
-        )
+    def _after_change(self, t: float) -> None:
+        """Drop kept steps older than the lag window; the shown estimate is recomputed."""
+        assert self._post is not None
+        horizon = self._post.t - self.params.max_measurement_lag
+        while self._steps and self._steps[0].t < horizon:
+            self._steps.pop(0)
+        self._view_t = t if math.isnan(self._view_t) else max(self._view_t, t, self._post.t)
+        self._view = None
 
     def _initialise(self, z: FloatArray, R: FloatArray, t: float) -> None:
-        self._x = np.array([z[0], z[1], 0.0, 0.0])
-        P = np.zeros((4, 4))
+        p = self.params
+        x = np.array([z[0], z[1], 0.0, 0.0, 0.0])
+        P = np.zeros((STATE_DIM, STATE_DIM))
         P[:2, :2] = 0.5 * (R + R.T)
-        P[2, 2] = P[3, 3] = self.params.init_velocity_var
-        self._P = P
-        self._t = t
-        self._initialised = True
+        P[2, 2] = P[3, 3] = min(p.init_velocity_var, p.max_speed**2)
+        P[4, 4] = p.init_turn_rate_var
+        self._start(x, P, t)
         self._updates += 1
+
+    def _start(self, x: FloatArray, P: FloatArray, t: float) -> None:
+        n = len(self.models)
+        self._post = _Posterior(t, [x.copy() for _ in range(n)], [P.copy() for _ in range(n)],
+                                [np.zeros((STATE_DIM, 2)) for _ in range(n)],
+                                np.array(self.params.initial_modes, dtype=np.float64))
+        self._steps = []
         self._gated_in_row = 0
-        self._last_detection_t = t
+        self._view_t = t if math.isnan(self._view_t) else max(self._view_t, t)
+        self._view = None
 
-    def _align(self, z: FloatArray, R: FloatArray, t: float) -> tuple[FloatArray, FloatArray, bool]:
-        """Bring a measurement captured at ``t`` to the state's time (predicting the state)."""
-        if t >= self._t:
-            self.predict_to(t)
-            return z, R, False
-        lag = self._t - t
-        if lag > self.params.max_measurement_lag:
-            return z, R, True
-        q = self.params.accel_psd
-        z_now = z + lag * self._x[2:]
-        R_now = R + (lag * lag) * self._P[2:, 2:] + (q * lag**3 / 3.0) * np.eye(2)
-        return z_now, R_now, False
+    def _innovation(self, prior: _Posterior, j: int, z: FloatArray, R_s: FloatArray,
+                    C: FloatArray) -> tuple[FloatArray, FloatArray]:
+        S = prior.Ss[j]
+        P = prior.Ps[j]
+        nu = z - prior.xs[j][:2]
+        Sx = P[:2, :2] + S[:2, :] + S[:2, :].T + C + R_s
+        return nu, 0.5 * (Sx + Sx.T)
 
-    def _kalman_update(self, z: FloatArray, R: FloatArray) -> tuple[bool, float]:
-        P = self._P
-        y = z - self._x[:2]
-        S = P[:2, :2] + R
-        det = S[0, 0] * S[1, 1] - S[0, 1] * S[1, 0]
-        if not det > 0.0:
+    def _gate(self, prior: _Posterior, z: FloatArray, R_s: FloatArray,
+              C: FloatArray) -> tuple[bool, float]:
+        """NIS of the combined prediction against the gate."""
+        x, P = prior.combined()
+        S = sum((m * s for m, s in zip(prior.mu, prior.Ss, strict=True)),
+                start=np.zeros((STATE_DIM, 2)))
+        nu = z - x[:2]
+        Sx = P[:2, :2] + S[:2, :] + S[:2, :].T + C + R_s
+        inv = _inv2(0.5 * (Sx + Sx.T))
+        if inv is None:
             return False, math.inf
-        S_inv = np.array([[S[1, 1], -S[0, 1]], [-S[1, 0], S[0, 0]]]) / det
-        nis = float(y @ S_inv @ y)
-        if not nis <= self.params.gate:
-            return False, nis
-        K = P[:, :2] @ S_inv
-        self._x = self._x + K @ y
-        # Joseph form: (I - K H) P (I - K H)ᵀ + K R Kᵀ, symmetric and PSD in floating point.
-        A = np.eye(4)
-        A[:, :2] -= K
-        P_new = A @ P @ A.T + K @ R @ K.T
-        self._P = 0.5 * (P_new + P_new.T)
-        self._updates += 1
-        return True, nis
+        nis = float(nu @ inv @ nu)
+        return nis <= self.params.gate, nis
+
+    def _update(self, prior: _Posterior, z: FloatArray, R_s: FloatArray,
+                C: FloatArray) -> _Posterior:
+        """Every mode's Schmidt–Kalman update (Joseph form) and the mode probabilities."""
+        xs, Ps, Ss, lik = [], [], [], []
+        eye = np.eye(STATE_DIM)
+        for j in range(len(self.models)):
+            S_xb = self._consistent_cross(prior.Ps[j], prior.Ss[j], C)
+            P = prior.Ps[j]
+            nu = z - prior.xs[j][:2]
+            Sx = P[:2, :2] + S_xb[:2, :] + S_xb[:2, :].T + C + R_s
+            Sx = 0.5 * (Sx + Sx.T)
+            inv = _inv2(Sx)
+            if inv is None:
+                xs.append(prior.xs[j].copy())
+                Ps.append(P.copy())
+                Ss.append(S_xb.copy())
+                lik.append(0.0)
+                continue
+            K = (P[:, :2] + S_xb) @ inv
+            A = eye - K @ H
+            AS = A @ S_xb @ K.T
+            P_new = A @ P @ A.T - AS - AS.T + K @ (C + R_s) @ K.T
+            xs.append(prior.xs[j] + K @ nu)
+            Ps.append(0.5 * (P_new + P_new.T))
+            Ss.append(S_xb - K @ (S_xb[:2, :] + C))
+            lik.append(gaussian_likelihood(nu, Sx))
+        mu = posterior_mode_probabilities(prior.mu, lik, self.params.mode_floor)
+        return _Posterior(prior.t, xs, Ps, Ss, mu)
+
+    @staticmethod
+    def _consistent_cross(P: FloatArray, S: FloatArray, C: FloatArray) -> FloatArray:
+        """``S`` shrunk, if needed, so that ``[[P, S], [Sᵀ, C]]`` is positive semi-definite.
+
+        The decayed cross-covariance of the previous detection's offset can exceed what the
+        new one's (smaller) variance ``C`` allows; then ``α S`` with the largest α that fits.
+        """
+        if not np.any(S):
+            return S
+        try:
+            M = S.T @ np.linalg.solve(P, S)
+        except np.linalg.LinAlgError:
+            return np.zeros_like(S)
+        # Largest generalised eigenvalue of (M, C): the factor by which Sᵀ P⁻¹ S exceeds C.
+        Cinv = _inv2(C)
+        if Cinv is None:
+            return np.zeros_like(S)
+        lam = float(np.max(np.linalg.eigvals(Cinv @ M).real))
+        if lam <= 0.99:
+            return S
+        return S * math.sqrt(0.99 / lam)
+
+    def _apply(self, post: _Posterior, step: _Step) -> _Posterior:
+        """Re-apply a kept update after a late detection was inserted before it."""
+        prior = self._predicted(post, step.t)
+        if step.kind == "detection":
+            return self._update(prior, step.z, step.R, step.C)
+        return self._fuse(prior, step.x_peer, step.P_peer, step.rule)[0]
 
     # ------------------------------------------------------------------ peers
     def fuse_peer(
@@ -314,14 +496,14 @@ class TrackFilter:
         inflation: float = 1.0,
         rule: FusionRule = FusionRule.CI,
     ) -> PeerFusion:
-        """Predict a peer's track from ``t_peer`` to now, then fuse it.
+        """Predict a peer's ``[x, y, vx, vy]`` track from ``t_peer`` to now, then fuse it.
 
-        By matrix CI (the default), or under the named alternatives kept for
-        comparison: ``NAIVE`` (information sum, as if the estimates were
-        independent) and ``MAX_CONFIDENCE`` (keep the one with the smaller trace).
-        ``P_peer`` is first multiplied by ``inflation`` (reputation). The own state is
-        predicted to ``max(now, own time)`` as well. Without an own track, the
-        predicted peer track is adopted (a late joiner starts from its peers).
+        By matrix CI (the default), or under the named alternatives kept for comparison:
+        ``NAIVE`` (information sum, as if the estimates were independent) and
+        ``MAX_CONFIDENCE`` (keep the one with the smaller trace). ``P_peer`` is first
+        multiplied by ``inflation`` (reputation). The fusion is an update at
+        ``max(now, newest update)``; without an own track, the predicted peer track is
+        adopted (a late joiner starts from its peers).
         """
         if not (math.isfinite(inflation) and inflation >= 1.0):
             raise ValueError(f"inflation must be finite and >= 1, got {inflation}")
@@ -332,21 +514,71 @@ class TrackFilter:
             and math.isfinite(now)
         ):
             raise ValueError("peer track and times must be finite")
-        t_fuse = now if not self._initialised else max(now, self._t)
-        Pp_in = np.asarray(P_peer, dtype=np.float64) * inflation
-        xp, Pp = cv_predict(x_peer, Pp_in, t_fuse - t_peer, self.params.accel_psd)
-        if not self._initialised:
-            self._x, self._P, self._t = xp, Pp, t_fuse
-            self._initialised = True
+        t_fuse = now if self._post is None else max(now, self._post.t)
+        xp, Pp = self.predict_peer(x_peer, np.asarray(P_peer, np.float64) * inflation,
+                                   t_fuse - t_peer)
+        if self._post is None:
+            x = np.zeros(STATE_DIM)
+            x[KINEMATIC] = xp
+            P = np.zeros((STATE_DIM, STATE_DIM))
+            P[KINEMATIC, KINEMATIC] = Pp
+            P[4, 4] = self.params.init_turn_rate_var
+            self._start(x, P, t_fuse)
             return PeerFusion(w=0.0, adopted=True)
-        self.predict_to(t_fuse)
-        if rule is FusionRule.CI:
-            fused = ci_matrix(self._x, self._P, xp, Pp, self.params.ci_criterion)
-        elif rule is FusionRule.NAIVE:
-            fused = naive_matrix(self._x, self._P, xp, Pp)
-        elif np.trace(Pp) < np.trace(self._P):  # MAX_CONFIDENCE: the peer's is tighter
-            fused = MatrixFusion(xp, Pp, 0.0)
-        else:
-            fused = MatrixFusion(self._x, self._P, 1.0)
-        self._x, self._P = fused.x, fused.P
-        return PeerFusion(w=fused.w, adopted=False)
+        step = _Step(t_fuse, "peer", self._post, rule=rule, x_peer=xp, P_peer=Pp)
+        prior = self._predicted(self._post, t_fuse)
+        self._post, w = self._fuse(prior, xp, Pp, rule)
+        self._steps.append(step)
+        self._after_change(t_fuse)
+        return PeerFusion(w=w, adopted=False)
+
+    def predict_peer(
+        self, x: npt.ArrayLike, P: npt.ArrayLike, dt: float
+    ) -> tuple[FloatArray, FloatArray]:
+        """A received 4-state predicted by ``dt`` (CV with ``accel_psd``, then the limits)."""
+        xp, Pp = cv_predict(x, P, dt, self.params.accel_psd)
+        xp, Pp, _ = constrain(xp, Pp, self.space, self.params.max_speed)
+        return xp, Pp
+
+    def _fuse(self, prior: _Posterior, xp: FloatArray, Pp: FloatArray,
+              rule: FusionRule) -> tuple[_Posterior, float]:
+        """Fuse a 4-state into every mode's kinematic part; ω and S follow by regression."""
+        xs, Ps, Ss = [], [], []
+        ws = []
+        for j in range(len(self.models)):
+            x5, P5, S5 = prior.xs[j], prior.Ps[j], prior.Ss[j]
+            xa, Pa = x5[KINEMATIC], P5[KINEMATIC, KINEMATIC]
+            if rule is FusionRule.CI:
+                fused = ci_matrix(xa, Pa, xp, Pp, self.params.ci_criterion)
+                xf, Pf, w = fused.x, fused.P, fused.w
+                Wa = w * Pf @ np.linalg.inv(Pa)
+            elif rule is FusionRule.NAIVE:
+                fused = naive_matrix(xa, Pa, xp, Pp)
+                xf, Pf, w = fused.x, fused.P, 1.0
+                Wa = Pf @ np.linalg.inv(Pa)
+            elif np.trace(Pp) < np.trace(Pa):  # MAX_CONFIDENCE: the peer's is tighter
+                xf, Pf, w, Wa = xp.copy(), Pp.copy(), 0.0, np.zeros((4, 4))
+            else:
+                xf, Pf, w, Wa = xa.copy(), Pa.copy(), 1.0, np.eye(4)
+            L = P5[:, KINEMATIC] @ np.linalg.inv(Pa)  # regression of the state on its kinematics
+            x_new = x5 + L @ (xf - xa)
+            P_new = P5 + L @ (Pf - Pa) @ L.T
+            S_new = S5 - L @ (np.eye(4) - Wa) @ S5[KINEMATIC, :]
+            xs.append(x_new)
+            Ps.append(0.5 * (P_new + P_new.T))
+            Ss.append(S_new)
+            ws.append(w)
+        mu = prior.mu.copy()
+        w_out = float(sum(m * w for m, w in zip(mu, ws, strict=True)))
+        return _Posterior(prior.t, xs, Ps, Ss, mu), w_out
+
+
+__all__ = [
+    "PeerFusion",
+    "TrackFilter",
+    "UpdateReason",
+    "UpdateResult",
+    "cv_predict",
+    "cv_process_noise",
+    "cv_transition",
+]

@@ -597,6 +597,8 @@ def test_detection_covariance_includes_pose_uncertainty_at_the_expected_rate() -
         inside += float(e @ np.linalg.solve(det.cov, e)) <= CHI2_2DOF_95
         _, _, G = target_position(est, s, CAMERA_FORWARD)
         sensor_only = G @ s.noise_cov @ G.T
+        # The pose's part is kept apart (the track's consider term): the rest is the sensor's.
+        assert det.pose_cov is not None and np.allclose(det.cov - det.pose_cov, sensor_only)
         inside_sensor_only += float(e @ np.linalg.solve(sensor_only, e)) <= CHI2_2DOF_95
     rate = inside / n
     print(

@@ -35,6 +35,7 @@ height = 0.3
 tag_id = 100
 size = 0.12
 max_speed = 1.0
+max_accel = 0.67
 """
 
 
@@ -42,6 +43,7 @@ def test_a_site_reads_and_writes_back() -> None:
     site = parse_site(SITE, "lab.toml")
     assert (site.room.size_x, site.room.size_y) == (5.0, 4.0)
     assert site.tags[0].measured and site.target is not None and site.target.max_speed == 1.0
+    assert site.target.max_accel == 0.67
     again = parse_site(site_to_toml(site), "lab.toml")
     assert again.room == site.room and again.obstacles == site.obstacles
     assert again.target == site.target and [t.id for t in again.tags] == [0]
