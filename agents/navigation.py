@@ -10,7 +10,17 @@ decision rate (10 Hz): a desired (v, omega), the wheel duties the
 - **PURSUE** (pose and a confident track): head for the track's position
   predicted ``pursue_lookahead`` seconds ahead, hold ``standoff`` metres from
   it and face it so the camera keeps it in view.
-- **SEARCH** (otherwise): over the window, utility = ``w_mass`` · local belief
+- **SEARCH on the search map** (otherwise, when the agent keeps one,
+  :class:`SearchView`): the goal is a *viewpoint* (x, y, θ), chosen for the
+  probability of the target its camera would cover from there (the footprint's
+  integral over the room-scale search map, :mod:`agents.belief.search`) per
+  second of travel: path length / ``v_max`` (the planner's path on the window,
+  the search map's coarse path beyond it) + turning / ``turn_rate`` + a fixed
+  ``look_time``. The goal is kept until another scores ``switch_ratio`` times
+  more (the goal's own score falls as the camera covers it on the way), or
+  progress stalls short of it (then it is banned). Within ``arrive_radius`` the
+  robot stops and turns to the viewpoint's heading, and stays while it scores best.
+- **SEARCH** (otherwise, without a search map): over the window, utility = ``w_mass`` · local belief
   mass (mu averaged over the camera-sized ``footprint_cells``) + ``w_explore``
   · var / var_max − ``w_distance`` · path length − ``w_turn`` · |bearing|. The
   best cell becomes the goal, kept until another beats it by ``hysteresis``,
@@ -111,6 +121,35 @@ class TrackView:
         require(finite(self.x, self.y, self.vx, self.vy, self.t), "track values must be finite")
 
 
+@dataclass(frozen=True, eq=False)
+class SearchView:
+    """The viewpoints of the search map, as the navigator scores them.
+
+    Arrays of one length: each viewpoint's position and camera heading, ``gains`` (the
+    probability of the target its camera would cover) and ``distance`` (the coarse path
+    length from the robot, inf: unreachable); then how travel is priced.
+    """
+
+    x: FloatArray
+    y: FloatArray
+    heading: FloatArray
+    gains: FloatArray
+    distance: FloatArray
+    turn_rate: float = 1.5
+    look_time: float = 1.0
+    switch_ratio: float = 1.25
+    arrive_radius: float = 0.2
+
+    def __post_init__(self) -> None:
+        n = len(self.x)
+        for name in ("x", "y", "heading", "gains", "distance"):
+            a = np.asarray(getattr(self, name), dtype=np.float64)
+            require(a.shape == (n,), f"{name} must be 1-D, like x")
+            object.__setattr__(self, name, a)
+        require(finite(self.turn_rate, self.look_time, self.switch_ratio, self.arrive_radius)
+                and self.turn_rate > 0.0 and self.look_time > 0.0, "bad search view pricing")
+
+
 @dataclass(frozen=True)
 class NavParams:
     """Tuning of :class:`Navigator` (metres, seconds, radians)."""
@@ -185,6 +224,7 @@ class NavDecision:
     duty_right: float
     goal: tuple[float, float] | None = None
     utility: float | None = None
+    goal_heading: float | None = None  # a viewpoint's camera heading (search map)
 
 
 @dataclass(frozen=True)
@@ -239,6 +279,7 @@ class Navigator:
         self._goal_best_dist = math.inf
         self._goal_progress_t = 0.0
         self._bans: list[tuple[float, float, float]] = []  # (x, y, until)
+        self._view: int | None = None  # the goal's index among the search view's viewpoints
         self._graphs: dict[tuple[float, float, float, int, int, Room], _Graph] = {}
 
     @property
@@ -254,6 +295,7 @@ class Navigator:
         track: TrackView | None,
         others: Sequence[tuple[float, float]],
         room: Room,
+        search: SearchView | None = None,
     ) -> NavDecision:
         """The decision at ``now``; see the module docstring for the behaviour."""
         require(math.isfinite(now), "now must be finite")
@@ -265,6 +307,8 @@ class Navigator:
         if track is not None and track.confident:
             self._drop_goal()
             return self._pursue(now, scene, track)
+        if search is not None and len(search.x):
+            return self._search_views(now, scene, search)
         return self._search(now, scene)
 
     # ---------------------------------------------------------------- modes
@@ -331,8 +375,90 @@ class Navigator:
             now, NavMode.SEARCH, v, omega, goal=goal, utility=float(utility.flat[goal_index])
         )
 
+    def _search_views(self, now: float, scene: _Scene, view: SearchView) -> NavDecision:
+        """SEARCH on the search map: the viewpoint of most probability per second."""
+        p = self.params
+        belief = scene.belief
+        x, y, th = scene.pose
+        dist, pred, source, _ = self._paths(scene)
+        # The planner's path length where the viewpoint lies on the window, else the
+        # search map's coarse one.
+        c = belief.cell_size
+        h, w = belief.mu.shape
+        lx = np.rint((view.x - float(belief.xs[0])) / c).astype(np.int64)
+        ly = np.rint((view.y - float(belief.ys[0])) / c).astype(np.int64)
+        inside = (lx >= 0) & (lx < w) & (ly >= 0) & (ly < h)
+        window = np.full(len(view.x), -1, dtype=np.int64)
+        window[inside] = ly[inside] * w + lx[inside]
+        planned = np.full(len(view.x), np.inf)
+        planned[inside] = dist.ravel()[window[inside]]
+        d = np.where(np.isfinite(planned), planned, view.distance)
+        bearing = np.arctan2(view.y - y, view.x - x)
+
+        def wrapped(a: FloatArray) -> FloatArray:
+            return np.abs(np.remainder(a + math.pi, 2.0 * math.pi) - math.pi)
+
+        turn = np.where(
+            np.hypot(view.x - x, view.y - y) > view.arrive_radius,
+            wrapped(bearing - th) + wrapped(view.heading - bearing),
+            wrapped(view.heading - th),
+        )
+        with np.errstate(invalid="ignore"):
+            seconds = d / p.v_max + turn / view.turn_rate + view.look_time
+            score = view.gains / seconds
+        invalid = ~np.isfinite(score) | (view.gains <= 0.0)
+        for bx, by, _ in self._bans:
+            invalid |= np.hypot(view.x - bx, view.y - by) < p.ban_radius
+        score = np.where(invalid, -np.inf, score)
+        best = int(np.argmax(score))
+        if not math.isfinite(float(score[best])):
+            self._drop_goal()
+            return self._emit(now, NavMode.SEARCH, 0.0, p.search_turn_rate)
+        k = self._view
+        if (
+            k is None
+            or k >= len(score)
+            or self._goal != (float(view.x[k]), float(view.y[k]))
+            or not math.isfinite(float(score[k]))
+            or float(score[k]) * view.switch_ratio < float(score[best])
+        ):
+            k = best
+            self._view = k
+            self._goal = (float(view.x[k]), float(view.y[k]))
+            self._goal_best_dist = math.inf
+            self._goal_progress_t = now
+        goal, goal_heading = (float(view.x[k]), float(view.y[k])), float(view.heading[k])
+        d_goal = float(d[k])
+        away = math.hypot(goal[0] - x, goal[1] - y)
+        if d_goal < self._goal_best_dist - p.stuck_progress or away <= view.arrive_radius:
+            # Nearer, or there (looking): not stuck. The look itself lowers the goal's
+            # gain until another viewpoint wins.
+            self._goal_best_dist = min(d_goal, self._goal_best_dist)
+            self._goal_progress_t = now
+        elif now - self._goal_progress_t > p.stuck_time:
+            self._bans.append((goal[0], goal[1], now + p.ban_time))
+            self._drop_goal()
+            return self._emit(now, NavMode.SEARCH, 0.0, 0.0)
+        utility = float(score[k])
+        if away <= view.arrive_radius:  # there: face the viewpoint's heading
+            err = wrap_angle(goal_heading - th)
+            omega = min(max(p.heading_gain * err, -p.omega_max), p.omega_max)
+            return self._emit(now, NavMode.SEARCH, 0.0, omega, goal=goal, utility=utility,
+                              goal_heading=goal_heading)
+        aim = goal
+        if source is not None and pred is not None and window[k] >= 0 and math.isfinite(
+            float(planned[k])
+        ):
+            aim = self._waypoint(belief, pred, dist, source, int(window[k]))
+        heading = math.atan2(aim[1] - y, aim[0] - x)
+        v_nominal = p.v_max * min(1.0, away / 0.5)
+        v, omega = self._steer(scene, heading, v_nominal, repel=True)
+        return self._emit(now, NavMode.SEARCH, v, omega, goal=goal, utility=utility,
+                          goal_heading=goal_heading)
+
     def _drop_goal(self) -> None:
         self._goal = None
+        self._view = None
         self._goal_best_dist = math.inf
 
     def _emit(
@@ -344,9 +470,10 @@ class Navigator:
         *,
         goal: tuple[float, float] | None = None,
         utility: float | None = None,
+        goal_heading: float | None = None,
     ) -> NavDecision:
         left, right = self.drive.mix(v, omega)
-        return NavDecision(now, mode, v, omega, left, right, goal, utility)
+        return NavDecision(now, mode, v, omega, left, right, goal, utility, goal_heading)
 
     # ---------------------------------------------------------------- utility and paths
 

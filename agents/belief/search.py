@@ -117,6 +117,11 @@ class SearchParams:
     """Seconds added to every viewpoint's travel time (the look itself; no division by 0)."""
     switch_ratio: float = 1.25
     """Another viewpoint replaces the current goal only when it scores this many times more."""
+    partition: float = 0.2
+    """Weight, in the choice of a goal, of the probability in cells nearer to a peer (where
+    its newest look stood) than to this robot: the peer will look there (1: no partition)."""
+    peer_view_age: float = 3.0
+    """A peer's newest look places it for this long, s."""
     arrive_radius: float = 0.2
     """Within this of a viewpoint the robot stops and turns to the viewpoint's heading."""
     max_predict_steps: int = 400
@@ -128,10 +133,11 @@ class SearchParams:
             value = getattr(self, name)
             require(math.isfinite(value) and value > 0.0, f"search.{name} must be > 0")
         for name in ("target_speed", "min_range", "floor", "max_pose_std", "peer_speed",
-                     "peer_slack", "clearance", "arrive_radius"):
+                     "peer_slack", "clearance", "arrive_radius", "peer_view_age"):
             value = getattr(self, name)
             require(math.isfinite(value) and value >= 0.0, f"search.{name} must be >= 0")
         require(self.p_detect <= 1.0 and self.floor < 1.0, "search.p_detect <= 1, floor < 1")
+        require(0.0 <= self.partition <= 1.0, "search.partition must be in [0, 1]")
         require(self.switch_ratio >= 1.0, "search.switch_ratio must be >= 1")
         for name in ("look_window", "viewpoint_headings", "max_predict_steps"):
             value = getattr(self, name)
@@ -253,6 +259,19 @@ class SearchMap:
         c = self.params.cell_size
         return (min(max(math.floor(y / c), 0), self.ny - 1),
                 min(max(math.floor(x / c), 0), self.nx - 1))
+
+    def partition(self, me: tuple[float, float],
+                  peers: list[tuple[float, float]], weight: float) -> FloatArray:
+        """The map for choosing a goal: ``p`` times ``weight`` in the cells nearer to a peer
+        than to ``me`` (a Voronoi split: each robot mostly searches its own side)."""
+        if not peers or weight >= 1.0:
+            return self.p
+        gx, gy = np.meshgrid(self.xs, self.ys)
+        mine = np.hypot(gx - me[0], gy - me[1])
+        theirs = np.full(mine.shape, np.inf)
+        for px, py in peers:
+            theirs = np.minimum(theirs, np.hypot(gx - px, gy - py))
+        return np.where(theirs < mine, weight * self.p, self.p)
 
     def probability_within(self, x: float, y: float, radius: float) -> float:
         """The probability of the cells whose centre lies within ``radius`` of (x, y)."""

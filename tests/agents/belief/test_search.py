@@ -217,3 +217,15 @@ def test_path_lengths_go_around_obstacles() -> None:
     straight = math.hypot(float(m.xs[i]) - 1.0, float(m.ys[j]) - 1.0)
     assert d[j, i] > straight + 1.5
     assert math.isinf(d[m.cell_of(2.0, 1.0)])  # inside the wall
+
+
+def test_partition_weighs_down_the_cells_nearer_a_peer() -> None:
+    m = SearchMap(ROOM, EXACT)
+    assert m.partition((1.0, 1.5), [], 0.2) is m.p  # no peer: the map itself
+    assert m.partition((1.0, 1.5), [(3.0, 1.5)], 1.0) is m.p  # weight 1: no partition
+    q = m.partition((1.0, 1.5), [(3.0, 1.5)], 0.2)
+    west, east = m.xs < 2.0, m.xs > 2.0  # the split is the bisector x = 2
+    assert np.array_equal(q[:, west], m.p[:, west])
+    assert np.allclose(q[:, east], 0.2 * m.p[:, east])
+    q2 = m.partition((1.0, 1.5), [(3.0, 1.5), (1.0, 0.25)], 0.2)  # a second peer, south
+    assert np.allclose(q2[0, west], 0.2 * m.p[0, west])  # the bottom row is nearer to it
