@@ -6,7 +6,9 @@ batches, peer discoveries, and the 10 Hz :meth:`AgentCore.tick`. Outputs are
 collected and drained with :meth:`AgentCore.take_outputs`: swarm messages to
 send (broadcast or to one peer), the newest wheel decision, and log records.
 
-The core owns the belief grid, the track, the reputation table, the peer
+The core owns the belief grid, the track, the reputation table and the
+vetting that feeds it (:mod:`agents.vetting`: the own evidence, a witness track
+and the recent views, that every new claim of a peer faces), the peer
 table with each peer's clock offset, the localizer and the navigator. It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
@@ -32,13 +34,11 @@ from agents.belief import (
     Footprint,
     FusionRule,
     PheromoneGrid,
-    PositionClaim,
     ReputationTable,
     TrackFilter,
 )
 from agents.belief import Detection as GridDetection
 from agents.belief.constraints import FreeSpace
-from agents.belief.track import cv_predict
 from agents.config import FUSION_NONE, PENDING_TIMEOUT, AgentConfig
 from agents.faults import Byzantine, ByzantineSpec, Stage
 from agents.localization import PoseEKF
@@ -46,6 +46,7 @@ from agents.navigation import BeliefView, NavDecision, Navigator, TrackView
 from agents.observations import ObservationBatch
 from agents.peers import Peer, PeerTable
 from agents.rejections import RejectionSampler
+from agents.vetting import DISTRUSTED, Verdict, Vetting
 from protocol.clock import NoClockSample
 from protocol.errors import RejectCounters
 from protocol.swarm import (
@@ -134,6 +135,8 @@ class AgentCore:
         self.peers = PeerTable(c.peer_limits)
         self.limits = c.claim_limits
         self.counters = RejectCounters()
+        # The own evidence (a witness track, the recent views) that peers' claims face.
+        self.vetting = Vetting(c, self.space, self.reputation, self.counters, self._emit)
         self.refusals = RejectionSampler()
         self.stats: dict[str, int] = {
             "detections": 0,
@@ -199,6 +202,7 @@ class AgentCore:
             if upd.accepted:
                 self._track_dirty = True
                 self._track_info_at = now
+            self.vetting.own_detection(det)
             self._emit(
                 "detection",
                 {
@@ -212,10 +216,12 @@ class AgentCore:
             )
             self._maybe_send_track(now)
         if at is not None:
-            (px, py, ptheta), _ = at[0], at[1]
+            (px, py, ptheta), P_pose = at
             s = self.config.sensing
             footprint = Footprint(px, py, ptheta, s.range, s.fov, s.min_range)
             self.grid.deposit(footprint, detections)
+            self.vetting.own_view(batch.t_capture, footprint, P_pose,
+                                  None if det is None else (det.x, det.y))
 
     def on_peer_discovered(self, name: str, addr: Address, epoch: int, now: float) -> None:
         """Discovery (mDNS or a static list) names an address to PING; it makes no peer."""
@@ -315,6 +321,7 @@ class AgentCore:
             if now - self._track_info_at > self.config.track_timeout:
                 self.track.reset()
                 self._emit("track_dropped", {"silent": now - self._track_info_at})
+        self.vetting.tick(now)
         if decide:
             self._decide(now, pose)
         self._periodic(now)
@@ -411,12 +418,11 @@ class AgentCore:
         if abs(body.cell_size_mm / 1000.0 - self.config.grid.cell_size) > 1e-9:
             self.counters.count(f"{kind}_wrong_lattice")
             return
-        inflation = self._fusion_weight(peer)
-        if inflation is None:
-            self.counters.count(f"{kind}_not_fused")
-            return
         mapped = self._peer_time(peer, body.t_ref, now)
         if mapped is None:
+            if self._fusion_weight(peer) is None:
+                self.counters.count(f"{kind}_not_fused")
+                return
             # Held (bounded) until the peer's clock is mapped: a late joiner's snapshot
             # usually arrives before the first PONG, and must not be lost.
             if len(peer.pending) < MAX_PENDING_CHUNKS:
@@ -427,6 +433,13 @@ class AgentCore:
         t_local, uncertainty = mapped
         if check_time(t_local, now, self.limits) is not None:
             self._refuse("implausible_time", now, peer=peer.name, kind=kind.upper())
+            return
+        if isinstance(body, Patch) and self.config.use_reputation:
+            self._after_check(peer, self.vetting.check_patch(peer.name, body.cells, t_local,
+                                                             uncertainty), "patch", now)
+        inflation = self._fusion_weight(peer)
+        if inflation is None:
+            self.counters.count(f"{kind}_not_fused")
             return
         cells = body.cells
         n = self.grid.fuse(
@@ -459,7 +472,9 @@ class AgentCore:
         peer.track = (x, P, t_local)
         verdict = None
         if self.config.use_reputation:
-            verdict = self._reputation_check(peer, now)
+            verdict = self.vetting.check_track(peer.name, (peer.epoch, body.updates), x, P,
+                                               t_local, clock_u=uncertainty, now=now)
+            self._after_check(peer, verdict, "track", now)
         inflation = self._fusion_weight(peer)
         if inflation is None:
             outcome = "not_sharing" if self.config.fusion == FUSION_NONE else "distrusted"
@@ -476,35 +491,30 @@ class AgentCore:
             peer.updates_fused = body.updates
             self._track_info_at = now
             self._news = True
-        self._emit(
-            "peer_track",
-            {
-                "peer": peer.name,
-                "t_ref": t_local,
-                "outcome": outcome,
-                "x": x,
-                "fused": outcome == "fused",
-                "check": None if verdict is None else verdict.passed,
-                "score": self.reputation.score(peer.name),
-            },
-        )
-
-    def _claim_at(self, x: np.ndarray, P: np.ndarray, t: float, now: float) -> PositionClaim:
-        xp, Pp = cv_predict(x, P, now - t, self.config.track.accel_psd)
-        return PositionClaim.from_track(xp, Pp)
-
-    def _reputation_check(self, peer: Peer, now: float) -> Any:
-        assert peer.track is not None
-        claim = self._claim_at(*peer.track, now)
-        own = None
-        if self.track.initialised:
-            own = self._claim_at(self.track.state, self.track.covariance, self.track.time, now)
-        others = {
-            p.name: self._claim_at(*p.track, now)
-            for p in self._active_peers(now)
-            if p.name != peer.name and p.track is not None
+        record: dict[str, Any] = {
+            "peer": peer.name,
+            "t_ref": t_local,
+            "outcome": outcome,
+            "x": x,
+            "fused": outcome == "fused",
+            "check": None if verdict is None else verdict.outcome.passed,
+            "score": self.reputation.score(peer.name),
         }
-        return self.reputation.check(peer.name, claim, own, others)
+        if verdict is not None:
+            o = verdict.outcome
+            record.update(check_reason=str(o.reason), nis=o.nis, refuting=o.refuting,
+                          supporting=o.supporting)
+        self._emit("peer_track", record)
+
+    def _after_check(self, peer: Peer, verdict: Verdict | None, kind: str, now: float) -> None:
+        """A peer that a check has just turned distrusted takes its share back: the track
+        starts over from the witness (the own detections)."""
+        if verdict is None or verdict.turned != DISTRUSTED:
+            return
+        self.track, how = self.vetting.rebuild(self.track, now)
+        self._track_dirty = self._track_dirty or how == "witness"
+        self._emit("peer_distrusted", {"peer": peer.name, "score": verdict.outcome.score,
+                                       "by": kind, "track": how})
 
     def _active_peers(self, now: float) -> Iterable[Peer]:
         return self.peers.active()
@@ -622,6 +632,7 @@ class AgentCore:
                 for _, p in self.peers.items()
             },
             "counters": self.counters.as_dict(),
+            "checks": dict(self.vetting.checks),  # reputation checks run and failed
         }
         if self.track.initialised:
             record["track"] = {

@@ -27,8 +27,15 @@ from agents.belief.models import (
     cv_transition,
 )
 from agents.belief.params import CHI2_2DOF_99, GridParams, ReputationParams, TrackParams
-from agents.belief.reputation import CheckOutcome, PositionClaim, ReputationTable, position_nis
+from agents.belief.reputation import (
+    CheckOutcome,
+    PositionClaim,
+    Reason,
+    ReputationTable,
+    position_nis,
+)
 from agents.belief.track import PeerFusion, TrackFilter, UpdateReason, UpdateResult
+from agents.belief.views import View, ViewEvidence, ViewHistory
 
 __all__ = [
     "CHI2_2DOF_99",
@@ -47,12 +54,16 @@ __all__ = [
     "PeerFusion",
     "PheromoneGrid",
     "PositionClaim",
+    "Reason",
     "ReputationParams",
     "ReputationTable",
     "TrackFilter",
     "TrackParams",
     "UpdateReason",
     "UpdateResult",
+    "View",
+    "ViewEvidence",
+    "ViewHistory",
     "cell_centre",
     "cell_index",
     "ci_criterion_value",

@@ -210,7 +210,30 @@ class ReputationParams:
     gate: float = CHI2_2DOF_99
     """Chi-square gate of the position consistency test (2 dof)."""
     confident_trace: float = 0.1
-    """A track is a reference only if the trace of its position covariance (m²) is at most this."""
+    """The witness is a reference only if the trace of its position covariance (m²) is at most
+    this."""
+    witness_max_age: float = 1.0
+    """s: ... and only if its newest own detection is at most this old."""
+    view_horizon: float = 2.0
+    """s: own views kept for negative evidence."""
+    view_window: float = 0.5
+    """s: a claim is confronted with the own views at most this far from its time."""
+    claim_floor: float = 0.1
+    """m: added (in quadrature) to a claim's spread, so a claim tighter than the own camera's
+    view of it is not refuted by the camera's own error."""
+    min_refuting_views: int = 2
+    """Own frames that must have seen the claimed place empty to refute a claim."""
+    support_distance: float = 0.3
+    """m: an own detection this far beyond a claim's disc still counts as seeing the target
+    there (and refutes nothing)."""
+    hot_mu: float = 0.5
+    """A PATCH cell is a claim of the target's presence from this mu ..."""
+    hot_var: float = 0.25
+    """... with a var at most this ..."""
+    hot_rise: float = 0.05
+    """... and a mu that rose by at least this since the peer's previous PATCH of it."""
+    min_refuted_cells: int = 2
+    """A PATCH fails only if at least this many of its hot cells were refuted."""
 
     def __post_init__(self) -> None:
         require(
@@ -233,3 +256,14 @@ class ReputationParams:
         )
         _positive("gate", self.gate)
         _positive("confident_trace", self.confident_trace)
+        _positive("witness_max_age", self.witness_max_age)
+        _positive("view_horizon", self.view_horizon)
+        _positive("view_window", self.view_window)
+        _non_negative("claim_floor", self.claim_floor)
+        _non_negative("support_distance", self.support_distance)
+        for name in ("min_refuting_views", "min_refuted_cells"):
+            value = getattr(self, name)
+            require(isinstance(value, int) and value >= 1, f"{name} must be an int >= 1")
+        require(0.0 < self.hot_mu <= 1.0, "hot_mu must be in (0, 1]")
+        _positive("hot_var", self.hot_var)
+        _non_negative("hot_rise", self.hot_rise)

@@ -1,4 +1,4 @@
-"""Per-peer reputation: a Beta score with forgetting, fed by consistency checks.
+"""Per-peer reputation: a Beta score with forgetting, fed by checks on independent evidence.
 
 For each peer the table keeps forgetful counts ``a`` (passes) and ``b``
 (failures). Every check does ``a = λ·a + pass`` and ``b = λ·b + (1 - pass)``;
@@ -11,29 +11,37 @@ An unknown peer has ``a = b = 0`` and the prior's score, which
 whose score is below ``threshold`` is not fused; otherwise its covariances are
 inflated by ``1 / score``.
 
-The check compares the peer's track position with reference positions at the
-same time (the caller predicts every track to a common time)::
+The evidence is the agent's own, and nothing a peer said (a peer's track, or
+the agent's own fused track, may already hold the peer under test: checking
+against them confirms a lie once it has spread):
 
-    consistent(ref)  ⇔  dᵀ (P_ref + P_peer)⁻¹ d <= gate,   d = p_peer - p_ref
+- the **witness**: a track built from the agent's own detections only, when
+  it is confident (a recent detection, a position covariance trace at most
+  ``confident_trace``). The peer's position claim is consistent with it when
+  ``dᵀ (P_witness + P_claim)⁻¹ d <= gate``;
+- **negative evidence** (:mod:`agents.belief.views`): the agent's own camera
+  looked at the place the claim puts the target, at a time it could not have
+  left it, and saw nothing there (at least ``min_refuting_views`` frames); or
+  positive evidence: a frame saw the target there.
 
-References are the own track, if it is confident, and every *other* peer that
-is fusable and confident (trace of its position covariance at most
-``confident_trace``). Each reference votes. The peer passes if more references
-find it consistent than inconsistent; on a tie the own vote decides. Without an
-own vote, at least two peer references are needed (one peer against another
-cannot tell which of them lies), and a tie is no check.
+:meth:`ReputationTable.judge` turns a TRACK's evidence into a verdict: it fails
+when the witness disagrees or the views refute it, passes when the witness
+agrees or a view saw the target there, and is no verdict otherwise.
+:meth:`ReputationTable.judge_cells` does the same for the hot cells of a
+PATCH. The caller checks once per new measurement of the peer.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
 
 from agents.belief.params import ReputationParams
+from agents.belief.views import ViewEvidence
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -68,15 +76,27 @@ def position_nis(a: PositionClaim, b: PositionClaim) -> float:
     return float(nis)
 
 
+class Reason(StrEnum):
+    """What decided a check."""
+
+    WITNESS_AGREES = "witness_agrees"
+    WITNESS_DISAGREES = "witness_disagrees"
+    SEEN_EMPTY = "seen_empty"
+    SEEN_THERE = "seen_there"
+    CELLS_SEEN_EMPTY = "cells_seen_empty"
+    CELLS_SEEN_THERE = "cells_seen_there"
+
+
 @dataclass(frozen=True)
 class CheckOutcome:
-    """One consistency check: the verdict and the votes behind it."""
+    """One check: the verdict, what decided it, and the evidence behind it."""
 
     passed: bool
-    votes_for: int
-    votes_against: int
-    own_vote: bool | None
+    reason: Reason
     score: float
+    nis: float = math.nan  # against the witness (NaN without one)
+    refuting: int = 0  # own views (or cells) that refuted the claim
+    supporting: int = 0  # own views (or cells) that saw the target there
 
 
 @dataclass
@@ -112,42 +132,57 @@ class ReputationTable:
         c.b = lam * c.b + (0.0 if passed else 1.0)
         return self.score(peer)
 
-    def check(
+    def judge(
         self,
         peer: str,
         claim: PositionClaim,
-        own: PositionClaim | None,
-        others: Mapping[str, PositionClaim] | None = None,
+        witness: PositionClaim | None,
+        views: ViewEvidence | None,
     ) -> CheckOutcome | None:
-        """Vote on ``claim`` (the peer's position) and record the verdict.
+        """Judge a peer's position claim on the own evidence and record the verdict.
 
-        ``own`` is the own track's position (ignored unless confident); ``others`` the
-        other peers' claims at the same time (ignored unless fusable and confident;
-        ``peer`` itself is skipped). Returns None when no verdict was possible.
+        ``witness``: the own-detections-only track at the claim's time (ignored unless
+        confident); ``views``: what the own recent frames say of the claim. Returns None
+        when neither says anything.
         """
         p = self.params
-        own_vote: bool | None = None
-        votes_for = votes_against = 0
-        if own is not None and own.confident(p.confident_trace):
-            own_vote = position_nis(own, claim) <= p.gate
-            votes_for += own_vote
-            votes_against += not own_vote
-        for name, ref in (others or {}).items():
-            if name == peer or not self.fusable(name) or not ref.confident(p.confident_trace):
-                continue
-            ok = position_nis(ref, claim) <= p.gate
-            votes_for += ok
-            votes_against += not ok
-        if own_vote is None and votes_for + votes_against < 2:
-            return None
-        if votes_for == votes_against:
-            if own_vote is None:
-                return None
-            passed = own_vote
+        nis = math.nan
+        agrees: bool | None = None
+        if witness is not None and witness.confident(p.confident_trace):
+            nis = position_nis(witness, claim)
+            agrees = nis <= p.gate
+        refuting = views.refuting if views is not None else 0
+        supporting = views.supporting if views is not None else 0
+        refuted = views is not None and views.refutes(p.min_refuting_views)
+        if agrees is False:
+            passed, reason = False, Reason.WITNESS_DISAGREES
+        elif refuted:
+            passed, reason = False, Reason.SEEN_EMPTY
+        elif agrees:
+            passed, reason = True, Reason.WITNESS_AGREES
+        elif supporting > 0:
+            passed, reason = True, Reason.SEEN_THERE
         else:
-            passed = votes_for > votes_against
-        score = self.record(peer, passed)
-        return CheckOutcome(passed, votes_for, votes_against, own_vote, score)
+            return None
+        return CheckOutcome(passed, reason, self.record(peer, passed), nis, refuting, supporting)
+
+    def judge_cells(self, peer: str, cells: list[ViewEvidence]) -> CheckOutcome | None:
+        """Judge a PATCH's new hot cells (one :class:`ViewEvidence` each) and record it.
+
+        It fails when at least ``min_refuted_cells`` cells, and more than were seen with
+        the target, are refuted by the own views; it passes when a cell was seen with the
+        target and no more were refuted; otherwise no verdict.
+        """
+        p = self.params
+        refuted = sum(1 for c in cells if c.refutes(p.min_refuting_views))
+        seen = sum(1 for c in cells if c.supporting > 0)
+        if refuted >= p.min_refuted_cells and refuted > seen:
+            passed, reason = False, Reason.CELLS_SEEN_EMPTY
+        elif seen > 0 and seen >= refuted:
+            passed, reason = True, Reason.CELLS_SEEN_THERE
+        else:
+            return None
+        return CheckOutcome(passed, reason, self.record(peer, passed), math.nan, refuted, seen)
 
     def peers(self) -> dict[str, float]:
         """Score of every peer checked so far."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -62,9 +63,11 @@ def test_track_params_refuse_bad_values(kwargs: dict[str, object]) -> None:
         {"threshold": 0.9},  # the prior 4/5 would not be fusable
         {"prior_alpha": 100.0},  # a peer that always fails would stay fusable
         {"confident_trace": 0.0},
+        {"min_refuting_views": 0},
+        {"hot_mu": 1.5},
     ],
 )
-def test_reputation_params_refuse_bad_values(kwargs: dict[str, float]) -> None:
+def test_reputation_params_refuse_bad_values(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         ReputationParams(**kwargs)
 

@@ -1,4 +1,5 @@
-"""Beta reputation with forgetting: liars lose their weight, honest peers keep it."""
+"""Beta reputation with forgetting, judged on the own evidence: liars lose their weight,
+honest peers keep it, and peers are never references for each other."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 import pytest
 
 from agents.belief.params import ReputationParams
-from agents.belief.reputation import PositionClaim, ReputationTable, position_nis
+from agents.belief.reputation import PositionClaim, Reason, ReputationTable, position_nis
+from agents.belief.views import ViewEvidence
 
 TRUTH = np.array([1.5, -0.5])
 
@@ -56,7 +58,7 @@ def test_a_peer_reporting_the_target_2m_off_loses_its_weight_within_the_bound() 
     liar = _claim(TRUTH + np.array([2.0, 0.0]), 0.01)
     verdicts = []
     while table.fusable("liar"):
-        outcome = table.check("liar", liar, own)
+        outcome = table.judge("liar", liar, own, None)
         assert outcome is not None
         verdicts.append(outcome.passed)
     assert len(verdicts) == 4 and not any(verdicts)
@@ -66,7 +68,7 @@ def test_a_peer_reporting_the_target_2m_off_loses_its_weight_within_the_bound() 
         table.record("turncoat", True)
     n = 0
     while table.fusable("turncoat"):
-        table.check("turncoat", liar, own)
+        table.judge("turncoat", liar, own, None)
         n += 1
     assert n <= table.checks_to_distrust()
 
@@ -78,7 +80,7 @@ def test_an_honest_noisy_peer_keeps_its_weight() -> None:
     for _ in range(500):
         own = _claim(TRUTH + rng.normal(0, 0.05, 2), 0.0025)
         honest = _claim(TRUTH + rng.normal(0, 0.1, 2), 0.01)
-        outcome = table.check("honest", honest, own)
+        outcome = table.judge("honest", honest, own, None)
         assert outcome is not None
         fails += not outcome.passed
         assert table.fusable("honest")
@@ -86,53 +88,60 @@ def test_an_honest_noisy_peer_keeps_its_weight() -> None:
     assert table.inflation("honest") < 1.2
 
 
-def test_no_check_without_a_confident_reference() -> None:
+def test_no_check_without_own_evidence() -> None:
     table = ReputationTable()
     vague_own = _claim(TRUTH, 1.0)  # trace 2.0 > confident_trace
-    assert table.check("hazel", _claim(TRUTH + 5.0, 0.01), vague_own) is None
-    assert table.check("hazel", _claim(TRUTH + 5.0, 0.01), None) is None
+    lie = _claim(TRUTH + 5.0, 0.01)
+    assert table.judge("hazel", lie, vague_own, None) is None
+    assert table.judge("hazel", lie, None, None) is None
+    assert table.judge("hazel", lie, None, ViewEvidence(0, 0, 5)) is None  # not looked at
+    assert table.judge("hazel", lie, None, ViewEvidence(1, 0, 5)) is None  # one frame only
     assert table.peers() == {}
 
 
-def test_majority_of_references_decides_with_three_or_more_agents() -> None:
+def test_a_place_seen_empty_fails_the_claim_without_any_witness() -> None:
+    """The liar who is the only one to see the target: the own camera saw its place empty."""
     table = ReputationTable()
-    lie = _claim(TRUTH + np.array([0.0, 2.0]), 0.01)
-    good = _claim(TRUTH + 0.02, 0.01)
-    # Own track not confident: two honest peers outvote nothing, they are the references.
-    others = {"walnut": good, "hazel": _claim(TRUTH - 0.03, 0.01)}
-    outcome = table.check("liar", lie, None, others)
+    lie = _claim(TRUTH + np.array([1.5, 0.0]), 0.01)
+    outcome = table.judge("liar", lie, None, ViewEvidence(refuting=3, supporting=0, looked=4))
     assert outcome is not None and not outcome.passed
-    assert (outcome.votes_for, outcome.votes_against, outcome.own_vote) == (0, 2, None)
-    # The peer under test is never its own reference, and without an own vote one
-    # peer against another cannot tell which of them lies: no verdict.
-    outcome = table.check("walnut", good, None, {"walnut": good, "hazel": others["hazel"]})
-    assert outcome is None
-    # Three peers and a confident own track: 3 against 1 fails the peer.
-    own = _claim(TRUTH, 0.0025)
-    outcome = table.check("liar", lie, own, {**others, "accomplice": lie})
-    assert outcome is not None and not outcome.passed
-    assert (outcome.votes_for, outcome.votes_against, outcome.own_vote) == (1, 3, False)
+    assert outcome.reason is Reason.SEEN_EMPTY and outcome.refuting == 3
+    n = 1
+    while table.fusable("liar"):
+        table.judge("liar", lie, None, ViewEvidence(3, 0, 4))
+        n += 1
+    assert n == 4  # from the prior, as with a witness
 
 
-def test_ties_are_broken_by_the_own_vote() -> None:
+def test_a_place_where_the_target_was_seen_passes_the_claim() -> None:
     table = ReputationTable()
-    own = _claim(TRUTH, 0.0025)
-    honest = _claim(TRUTH + 0.05, 0.01)
-    liar_peer = _claim(TRUTH + np.array([3.0, 0.0]), 0.01)
-    # Own says consistent, the other peer (itself lying) says inconsistent: own decides.
-    outcome = table.check("hazel", honest, own, {"liar": liar_peer})
+    outcome = table.judge("hazel", _claim(TRUTH, 0.01), None, ViewEvidence(0, 2, 3))
+    assert outcome is not None and outcome.passed and outcome.reason is Reason.SEEN_THERE
+    # Seen there by one frame, empty in others (it moved): support wins, no failure.
+    outcome = table.judge("hazel", _claim(TRUTH, 0.01), None, ViewEvidence(3, 1, 4))
     assert outcome is not None and outcome.passed
-    assert (outcome.votes_for, outcome.votes_against) == (1, 1)
 
 
-def test_an_untrusted_peer_is_not_a_reference() -> None:
+def test_the_witness_decides_before_the_views_and_a_refutation_still_fails() -> None:
     table = ReputationTable()
-    for _ in range(20):
-        table.record("liar", False)
-    assert not table.fusable("liar")
-    honest = _claim(TRUTH, 0.01)
-    walnut = _claim(TRUTH + 0.01, 0.01)
-    others = {"liar": _claim(TRUTH + 3.0, 0.01), "walnut": walnut}
-    outcome = table.check("hazel", honest, None, others)
-    assert outcome is None  # only walnut is a reference: not enough without an own vote
-    assert "liar" in table.peers() and "hazel" not in table.peers()
+    own = _claim(TRUTH, 0.0025)
+    near = _claim(TRUTH + 0.05, 0.01)
+    outcome = table.judge("hazel", near, own, ViewEvidence(0, 0, 2))
+    assert outcome is not None and outcome.passed and outcome.reason is Reason.WITNESS_AGREES
+    far = _claim(TRUTH + np.array([0.0, 2.0]), 0.01)
+    outcome = table.judge("hazel", far, own, ViewEvidence(0, 0, 2))
+    assert outcome is not None and not outcome.passed
+    assert outcome.reason is Reason.WITNESS_DISAGREES and outcome.nis > 9.21
+
+
+def test_patch_cells_fail_on_a_majority_of_refuted_cells() -> None:
+    table = ReputationTable()
+    empty, seen, unknown = ViewEvidence(2, 0, 3), ViewEvidence(0, 1, 3), ViewEvidence(0, 0, 3)
+    outcome = table.judge_cells("liar", [empty, empty, empty, unknown])
+    assert outcome is not None and not outcome.passed
+    assert outcome.reason is Reason.CELLS_SEEN_EMPTY and outcome.refuting == 3
+    # One refuted cell is not enough (a blob's edge), and seen cells outweigh refuted ones.
+    assert table.judge_cells("hazel", [empty, unknown]) is None
+    outcome = table.judge_cells("hazel", [empty, empty, seen, seen])
+    assert outcome is not None and outcome.passed and outcome.reason is Reason.CELLS_SEEN_THERE
+    assert table.judge_cells("hazel", [unknown, unknown]) is None

@@ -1,0 +1,199 @@
+"""Vetting: a peer's claims against this robot's own evidence, with no IO.
+
+The core (:mod:`agents.core`) owns one and calls it with ``now`` and data. It keeps
+the evidence that owes nothing to any peer (a peer's track, or the agent's own fused
+track, may already hold the peer under test: checking against them confirms a lie
+once it has spread):
+
+- the **witness**: a track of the agent's own detections only, never a peer's;
+- the **views**: the own camera's recent frames, what each covered and whether it
+  saw the target (:mod:`agents.belief.views`: negative evidence).
+
+and confronts with it every *new measurement* a peer publishes, not every resend:
+
+- a TRACK once per (epoch, update count): the witness at the claim's time (when it
+  has a recent detection) and the own views around that time;
+- a PATCH's hot cells that rose since that peer's previous PATCH of them: the
+  own views around the time they could have risen.
+
+Verdicts go to the reputation table (:mod:`agents.belief.reputation`). When a check
+turns a peer distrusted, what the core's track took from it cannot be taken out: the
+core starts its track over from the witness (:meth:`Vetting.rebuild`). Deterministic,
+like the core: no clock reads, ordered iteration only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from agents.belief.constraints import FreeSpace
+from agents.belief.deposit import Footprint
+from agents.belief.lattice import cell_centre
+from agents.belief.reputation import CheckOutcome, PositionClaim, ReputationTable
+from agents.belief.track import TrackFilter
+from agents.belief.views import View, ViewEvidence, ViewHistory
+from agents.config import AgentConfig
+from agents.observations import Detection
+from protocol.errors import RejectCounters
+from protocol.swarm import Cells
+
+FloatArray = npt.NDArray[np.float64]
+MAX_VIEWS = 64  # own frames kept (at 8 frames/s, 8 s: more than any view horizon in use)
+Emit = Callable[[str, dict[str, Any]], None]
+
+DISTRUSTED = "distrusted"
+TRUSTED = "trusted"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One check's outcome, and ``turned`` (``distrusted``/``trusted``) when it changed
+    whether the peer is fused."""
+
+    outcome: CheckOutcome
+    turned: str | None = None
+
+
+class Vetting:
+    """The witness, the views and the checks; see the module docstring."""
+
+    def __init__(self, config: AgentConfig, space: FreeSpace, reputation: ReputationTable,
+                 counters: RejectCounters, emit: Emit) -> None:
+        self.config = config
+        self.reputation = reputation  # the core's: its scores weigh every fusion
+        self.witness = TrackFilter(config.track, space)
+        self.views = ViewHistory(config.reputation.view_horizon, MAX_VIEWS,
+                                 max_speed=config.track.max_speed, space=space)
+        self.checks: dict[str, int] = {"track_checks": 0, "track_failed": 0,
+                                       "patch_checks": 0, "patch_failed": 0}
+        self._counters = counters
+        self._emit = emit
+        self._last_detection_at = -math.inf
+        self._checked: dict[str, tuple[int, int]] = {}  # peer -> (epoch, TRACK updates)
+        self._patch_seen: dict[str, dict[tuple[int, int], tuple[float, float]]] = {}
+        self._distrusted: set[str] = set()
+
+    # ------------------------------------------------------------ own evidence
+
+    def own_detection(self, det: Detection) -> None:
+        """An own detection (after any sensor fault: what this robot believes it saw)."""
+        self._last_detection_at = det.t
+        self.witness.update_position((det.x, det.y), det.cov, det.t, consider=det.pose_cov)
+
+    def own_view(self, t: float, footprint: Footprint, P_pose: FloatArray,
+                 seen: tuple[float, float] | None) -> None:
+        """An own frame at ``t`` with a pose: what it covered, and where it saw the target."""
+        P = np.asarray(P_pose, dtype=np.float64)
+        self.views.add(View(t, footprint, 2.0 * math.sqrt(max(0.0, P[0, 0] + P[1, 1])),
+                            2.0 * math.sqrt(max(0.0, P[2, 2])), seen))
+
+    def tick(self, now: float) -> None:
+        """The witness is forgotten ``track_timeout`` after the newest own detection."""
+        if self.witness.initialised and (
+                now - self._last_detection_at > self.config.track_timeout):
+            self.witness.reset()
+
+    # ------------------------------------------------------------------ checks
+
+    def check_track(
+        self, peer: str, measurement: tuple[int, int], x: FloatArray, P: FloatArray, t: float,
+        *, clock_u: float, now: float,
+    ) -> Verdict | None:
+        """A peer's TRACK (``x``, ``P`` at local time ``t``; ``measurement``: the peer's
+        epoch and update count) against the witness and the own views; None when it holds
+        no new measurement or nothing of the own evidence bears on it."""
+        if self._checked.get(peer) == measurement:
+            return None
+        self._checked[peer] = measurement
+        p = self.config.reputation
+        w = self.witness
+        witness = None
+        claim = PositionClaim.from_track(x, P)
+        if w.initialised and now - self._last_detection_at <= p.witness_max_age:
+            t_c = max(t, w.posterior_time)
+            claim = PositionClaim.from_track(*w.predict_peer(x, P, t_c - t))
+            witness = PositionClaim.from_track(*w.state_at(t_c))
+        views = self.views.test(x[:2], P[:2, :2], t, window=p.view_window, gate=p.gate,
+                                floor=p.claim_floor, clock_uncertainty=clock_u,
+                                detection_gate=p.support_distance)
+        return self._verdict("track", peer, self.reputation.judge(peer, claim, witness, views))
+
+    def check_patch(self, peer: str, cells: Cells, t: float, clock_u: float) -> Verdict | None:
+        """A PATCH's new hot cells (the peer claims the target was there since its previous
+        PATCH) against the own recent views. Checked only when such cells changed."""
+        p = self.config.reputation
+        seen = self._patch_seen.setdefault(peer, {})
+        keep = p.view_horizon + p.view_window
+        previous = max((t_seen for _, t_seen in seen.values()), default=-math.inf)
+        hot: list[tuple[int, int]] = []
+        for ix, iy, mu, var in zip(cells.ix.tolist(), cells.iy.tolist(), cells.mu.tolist(),
+                                   cells.var.tolist(), strict=True):
+            before = seen.get((ix, iy))
+            base = before[0] if before is not None and t - before[1] <= keep else 0.0
+            seen[(ix, iy)] = (mu, t)
+            if mu >= p.hot_mu and var <= p.hot_var and mu - base >= p.hot_rise:
+                hot.append((ix, iy))
+        for key in [k for k, (_, t_seen) in seen.items() if t - t_seen > keep]:
+            del seen[key]
+        if not hot:
+            return None
+        # The cells rose at some time since the previous PATCH (at most view_window ago).
+        half = 0.5 * min(max(t - previous, 0.0), p.view_window)
+        cs = self.config.grid.cell_size
+        zero = np.zeros((2, 2))
+        evidence: list[ViewEvidence] = []
+        for ix, iy in hot:
+            centre = (cell_centre(ix, cs), cell_centre(iy, cs))
+            evidence.append(self.views.test(
+                centre, zero, t - half, window=p.view_window + half, gate=p.gate,
+                floor=p.claim_floor + cs / math.sqrt(2.0), clock_uncertainty=clock_u + half,
+                detection_gate=p.support_distance))
+        verdict = self._verdict("patch", peer, self.reputation.judge_cells(peer, evidence))
+        if verdict is not None:
+            o = verdict.outcome
+            self._emit("patch_check", {
+                "peer": peer, "t_ref": t, "hot": len(hot), "passed": o.passed,
+                "reason": str(o.reason), "refuted": o.refuting, "seen": o.supporting,
+                "score": o.score,
+            })
+        return verdict
+
+    def _verdict(self, kind: str, peer: str, outcome: CheckOutcome | None) -> Verdict | None:
+        """Count a check and say whether it turned the peer distrusted or trusted again."""
+        if outcome is None:
+            return None
+        self.checks[f"{kind}_checks"] += 1
+        if not outcome.passed:
+            self.checks[f"{kind}_failed"] += 1
+        fusable = self.reputation.fusable(peer)
+        if not fusable and peer not in self._distrusted:
+            self._distrusted.add(peer)
+            self._counters.count("peer_distrusted")
+            return Verdict(outcome, DISTRUSTED)
+        if fusable and peer in self._distrusted:
+            self._distrusted.discard(peer)
+            self._emit("peer_trusted", {"peer": peer, "score": outcome.score})
+            return Verdict(outcome, TRUSTED)
+        return Verdict(outcome)
+
+    def rebuild(self, track: TrackFilter, now: float) -> tuple[TrackFilter, str]:
+        """What ``track`` took from a peer now distrusted cannot be taken out of it: it
+        starts over from the witness (the own detections), or is dropped without one.
+        Returns the track to keep and how (``witness``, ``dropped``, ``none``)."""
+        if not track.initialised:
+            return track, "none"
+        if self.witness.initialised:
+            rebuilt = self.witness.copy()
+            rebuilt.predict_to(now)
+            return rebuilt, "witness"
+        track.reset()
+        return track, "dropped"
+
+
+__all__ = ["DISTRUSTED", "TRUSTED", "Verdict", "Vetting"]

@@ -1,0 +1,76 @@
+"""Negative evidence: a claim about where the target is, against the own camera's recent views."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from agents.belief.constraints import FreeSpace
+from agents.belief.deposit import Footprint
+from agents.belief.views import View, ViewHistory
+
+# A camera at (0, 0) looking along +x: 3 m range, 62° field of view.
+EAST = Footprint(0.0, 0.0, 0.0, 3.0, math.radians(62.0), 0.15)
+TIGHT = np.eye(2) * 0.0001
+
+
+def _history(*views: View, space: FreeSpace | None = None) -> ViewHistory:
+    h = ViewHistory(2.0, 64, max_speed=1.0, space=space)
+    for v in views:
+        h.add(v)
+    return h
+
+
+def _view(t: float, target: tuple[float, float] | None = None) -> View:
+    return View(t, EAST, 0.02, 0.005, target)
+
+
+def _test(h: ViewHistory, p: tuple[float, float], t: float, P: np.ndarray = TIGHT):
+    return h.test(p, P, t, window=0.5, gate=9.21, floor=0.1, detection_gate=0.3)
+
+
+def test_a_claim_well_inside_empty_views_is_refuted() -> None:
+    h = _history(_view(0.9), _view(1.0), _view(1.1))
+    e = _test(h, (1.5, 0.0), 1.0)
+    assert (e.refuting, e.supporting, e.looked) == (3, 0, 3)
+    assert e.refutes(2)
+
+
+def test_the_target_seen_elsewhere_refutes_and_seen_there_supports() -> None:
+    elsewhere = _history(_view(1.0, (2.0, 0.8)), _view(1.1, (2.0, 0.8)))
+    assert _test(elsewhere, (1.5, -0.2), 1.0).refuting == 2
+    there = _history(_view(1.0, (1.6, 0.05)), _view(1.1))
+    e = _test(there, (1.5, 0.0), 1.0)
+    assert e.supporting == 1 and not e.refutes(1)
+
+
+def test_a_claim_the_view_covers_only_in_part_says_nothing() -> None:
+    h = _history(_view(1.0), _view(1.1))
+    # Near the edge of the field of view, beyond the range, too close, behind the camera.
+    for p in ((1.5, 0.85), (2.95, 0.0), (0.2, 0.0), (-1.0, 0.0)):
+        assert _test(h, p, 1.0).refuting == 0, p
+
+
+def test_an_uncertain_or_old_claim_says_nothing() -> None:
+    h = _history(_view(1.0), _view(1.1))
+    assert _test(h, (1.5, 0.0), 1.0, np.eye(2) * 0.25).refuting == 0  # 1.5 m 3-sigma disc
+    assert _test(h, (1.5, 0.0), 3.0).looked == 0  # no view within the window
+    # 0.3 and 0.4 s apart at 1 m/s: the target may have moved 0.4 m; still inside at 1.5 m.
+    assert _test(h, (1.5, 0.0), 0.7).refuting == 2
+    assert _test(h, (1.5, 0.45), 0.7).refuting == 0  # ... but not near the edge
+
+
+def test_a_claim_behind_an_obstacle_is_not_refuted() -> None:
+    crate = FreeSpace(10.0, 10.0, [(1.0, 0.0, 0.2, 0.6)])
+    h = _history(_view(1.0), _view(1.1), space=crate)
+    assert _test(h, (2.0, 0.0), 1.0).refuting == 0
+    open_room = _history(_view(1.0), _view(1.1), space=FreeSpace(10.0, 10.0))
+    assert _test(open_room, (2.0, 0.0), 1.0).refuting == 2
+
+
+def test_the_history_keeps_its_horizon_in_time_order() -> None:
+    h = _history(*(_view(0.125 * k) for k in range(32)))
+    assert len(h) == 17  # 2.0 s back from the newest, 3.875 s
+    h.add(_view(3.8))  # a frame that arrives late keeps its place
+    assert len(h) == 18

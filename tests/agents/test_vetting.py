@@ -1,0 +1,163 @@
+"""The core vets its peers on its own evidence: a liar who is the only one to claim the target
+is refuted by the own camera that looked there and saw nothing, once per new measurement;
+a peer whose claim the own camera confirms keeps its weight; a PATCH's hot cells are vetted
+the same way."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from agents.belief import ReputationTable
+from agents.config import AgentConfig, track_for_target
+from agents.core import AgentCore
+from agents.observations import ObservationBatch, PoseFix, TagSighting
+from agents.room import Room
+from protocol.swarm import Cells, Heartbeat, Message, Mode, Patch, Track, swarm_id_from_name
+
+SWARM = swarm_id_from_name("vetting-test")
+PEER = ("127.0.0.9", 40000)
+POSE = (1.0, 2.5, 0.0)  # the robot stands still, its camera facing east along y = 2.5
+FRAME = 0.125  # 8 frames a second
+TRACK_PERIOD = 0.2  # the peer's TRACKs, 5 a second
+
+
+def core_with_peer() -> AgentCore:
+    """A core whose peer hazel (epoch 7) is known and whose clock equals ours."""
+    config = AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
+                         target_tag=100, track=track_for_target(1.0, 0.67, None))  # the orbit's
+    core = AgentCore(config, t0=0.0)
+    body = Heartbeat(3.0, 1.0, 0.0, (0.1, 0.0, 0.0, 0.1, 0.0, 0.1), Mode.SEARCH, 0, 0, ())
+    core.on_message(Message(SWARM, "hazel", 7, 0, 0.0, body), PEER, 0.0)
+    core.peers["hazel"].clock.add_sample(0.0, 0.0, 0.0, 0.002)
+    core.take_outputs()
+    return core
+
+
+def frame(core: AgentCore, t: float, target: tuple[float, float] | None = None) -> None:
+    """One camera frame from POSE: a pose fix, and the target sighted at ``target``."""
+    sighting = None
+    if target is not None:
+        dx, dy = target[0] - POSE[0], target[1] - POSE[1]
+        sighting = TagSighting(100, math.hypot(dx, dy), math.atan2(dy, dx) - POSE[2],
+                               0.02, 0.01)
+    fix = PoseFix(*POSE, np.diag([1e-4, 1e-4, 1e-4]))
+    core.on_car_status(t, 0.0, 0.0, 0.0)
+    core.on_observations(ObservationBatch(t, True, pose_fix=fix, target=sighting), t)
+
+
+def peer_track(seq: int, t: float, at: tuple[float, float], updates: int) -> Message:
+    cov = (0.004, 0.0, 0.0, 0.0, 0.004, 0.0, 0.0, 0.01, 0.0, 0.01)
+    return Message(SWARM, "hazel", 7, seq, t, Track((at[0], at[1], 0.0, 0.0), cov, t, updates))
+
+
+def run(core: AgentCore, seconds: float, claim: tuple[float, float], *,
+        seen: tuple[float, float] | None = None, resend: int = 1) -> list[tuple[str, dict]]:
+    """Frames at 8 Hz, the peer's TRACK claiming ``claim`` at 5 Hz (each one sent ``resend``
+    times, the same measurement), ticks at 10 Hz; the records, in order."""
+    records: list[tuple[str, dict]] = []
+    t, seq, updates = 0.0, 1, 0
+    next_frame, next_track, next_tick = 0.0, 0.3, 0.0
+    while t < seconds:
+        t = min(next_frame, next_track, next_tick)
+        if t == next_frame:
+            frame(core, t, seen)
+            next_frame = round(next_frame + FRAME, 9)
+        if t == next_track:
+            updates += 1
+            for _ in range(resend):
+                core.on_message(peer_track(seq, t, claim, updates), PEER, t)
+                seq += 1
+            next_track = round(next_track + TRACK_PERIOD, 9)
+        if t == next_tick:
+            core.tick(t)
+            next_tick = round(next_tick + 0.1, 9)
+        records += [(r.event, r.fields) for r in core.take_outputs().records]
+    return records
+
+
+def test_a_liar_who_alone_claims_the_target_where_the_camera_sees_nothing_is_distrusted() -> None:
+    core = core_with_peer()
+    records = run(core, 3.0, claim=(2.5, 2.5), resend=3)  # 1.5 m ahead, in plain view
+    checks = [f for e, f in records if e == "peer_track" and f["check"] is not None]
+    assert checks and all(not f["check"] and f["check_reason"] == "seen_empty" for f in checks)
+    # One check per new measurement, however often the same TRACK is resent.
+    tracks = [f for e, f in records if e == "peer_track"]
+    assert len(tracks) == 3 * len({round(f["t_ref"], 6) for f in tracks})
+    assert core.vetting.checks["track_checks"] == len(checks) <= len(tracks) // 3
+    distrusted = [f for e, f in records if e == "peer_distrusted"]
+    assert len(distrusted) == 1 and distrusted[0]["by"] == "track"
+    assert not core.reputation.fusable("hazel")
+    # Everything the track held came from the liar: it is dropped, and nothing of the
+    # liar's is fused any more.
+    assert distrusted[0]["track"] == "dropped" and not core.track.initialised
+    # Distrusted on the failed check that takes a fresh peer's score under the threshold.
+    fresh, needed = ReputationTable(core.config.reputation), 1
+    while fresh.record("x", False) >= core.config.reputation.threshold:
+        needed += 1
+    failed = [f for f in checks if f["t_ref"] <= distrusted_at(records)]
+    assert len(failed) == needed
+    k = next(i for i, (e, _) in enumerate(records) if e == "peer_distrusted")
+    after = [f["outcome"] for e, f in records[k:] if e == "peer_track"]
+    assert len(after) > 10 and set(after) == {"distrusted"}
+    print(f"\ndistrusted {distrusted_at(records) - checks[0]['t_ref']:.2f} s after the first "
+          f"check, on failed check {needed}")
+
+
+def distrusted_at(records: list[tuple[str, dict]]) -> float:
+    """The t_ref of the TRACK whose check made the peer distrusted."""
+    k = next(i for i, (e, _) in enumerate(records) if e == "peer_distrusted")
+    return next(f["t_ref"] for e, f in records[k:] if e == "peer_track")
+
+
+def test_a_peer_whose_claim_the_own_camera_confirms_keeps_its_weight() -> None:
+    core = core_with_peer()
+    records = run(core, 3.0, claim=(2.5, 2.5), seen=(2.52, 2.48))
+    checks = [f for e, f in records if e == "peer_track" and f["check"] is not None]
+    assert checks and all(f["check"] for f in checks)
+    assert {f["check_reason"] for f in checks} <= {"witness_agrees", "seen_there"}
+    assert "witness_agrees" in {f["check_reason"] for f in checks}  # once the witness has it
+    assert not any(e == "peer_distrusted" for e, _ in records)
+    assert core.reputation.score("hazel") > 0.8
+
+
+def test_a_claim_outside_the_own_view_is_not_judged() -> None:
+    core = core_with_peer()
+    records = run(core, 2.0, claim=(0.5, 0.5))  # behind the camera: no evidence either way
+    assert all(f["check"] is None for e, f in records if e == "peer_track")
+    assert core.vetting.checks["track_checks"] == 0
+    assert core.reputation.score("hazel") == core.reputation.score("nobody")
+
+
+def test_patch_hot_cells_where_the_camera_sees_nothing_fail_the_patch() -> None:
+    core = core_with_peer()
+    for k in range(8):  # a second of empty frames looking east
+        frame(core, k * FRAME)
+    t = 7 * FRAME
+    cs = core.config.grid.cell_size
+    ix = [round(2.5 / cs - 0.5) + d for d in (0, 1, 0, 1)]
+    iy = [round(2.5 / cs - 0.5) + d for d in (0, 0, 1, 1)]
+    cells = Cells.from_arrays(ix, iy, [0.9] * 4, [0.05] * 4)
+    body = Patch(round(cs * 1000), t, cells)
+    core.on_message(Message(SWARM, "hazel", 7, 1, t, body), PEER, t)
+    records = [r.fields for r in core.take_outputs().records if r.event == "patch_check"]
+    assert len(records) == 1
+    assert not records[0]["passed"] and records[0]["refuted"] == 4
+    assert core.vetting.checks == {"track_checks": 0, "track_failed": 0,
+                                   "patch_checks": 1, "patch_failed": 1}
+    # The same cells again, unchanged: nothing new is claimed, nothing is checked.
+    core.on_message(Message(SWARM, "hazel", 7, 2, t + 0.1, Patch(body.cell_size_mm, t + 0.1,
+                                                                  cells)), PEER, t + 0.1)
+    assert core.vetting.checks["patch_checks"] == 1
+
+
+def test_a_liar_among_observers_is_distrusted_and_the_track_starts_over_from_the_witness() -> None:
+    core = core_with_peer()
+    records = run(core, 3.0, claim=(2.5, 2.5), seen=(2.6, 3.3))  # the target 0.8 m off the lie
+    checks = [f for e, f in records if e == "peer_track" and f["check"] is not None]
+    assert checks and not any(f["check"] for f in checks)
+    assert "witness_disagrees" in {f["check_reason"] for f in checks}
+    distrusted = [f for e, f in records if e == "peer_distrusted"]
+    assert len(distrusted) == 1 and distrusted[0]["track"] == "witness"
+    assert np.hypot(*(core.track.position - (2.6, 3.3))) < 0.1  # the own detections only
