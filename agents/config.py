@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from agents.belief import FusionRule, GridParams, ReputationParams, TrackParams
+from agents.belief.search import SearchParams
 from agents.drive_model import DriveModel
 from agents.localization import LocalizerParams
 from agents.navigation import NavParams
@@ -89,6 +90,9 @@ class AgentConfig:
     localizer: LocalizerParams = field(default_factory=LocalizerParams)
     nav: NavParams = field(default_factory=NavParams)
     rates: Rates = field(default_factory=Rates)
+    search: SearchParams = field(default_factory=SearchParams)
+    """The search map, looks (LOOK) and viewpoint goals (``search.share``: send and apply
+    LOOKs; off, the no-sharing baseline of the search)."""
     fusion: str = FusionRule.CI.value  # "ci", "naive", "max_confidence" or "none"
     use_reputation: bool = True
     peer_lost_after: float = 3.0

@@ -9,7 +9,9 @@ send (broadcast or to one peer), the newest wheel decision, and log records.
 The core owns the belief grid, the track, the reputation table and the
 vetting that feeds it (:mod:`agents.vetting`: the own evidence, a witness track
 and the recent views, that every new claim of a peer faces), the peer
-table with each peer's clock offset, the localizer and the navigator. It is
+table with each peer's clock offset, the localizer and the navigator, and the
+seeker (:mod:`agents.seeking`: the search map, its own looks and the peers'
+LOOKs, the viewpoints a search goal is chosen among). It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
 
@@ -39,13 +41,15 @@ from agents.belief import (
 )
 from agents.belief import Detection as GridDetection
 from agents.belief.constraints import FreeSpace
+from agents.belief.search import CameraLook
 from agents.config import FUSION_NONE, PENDING_TIMEOUT, AgentConfig
 from agents.faults import Byzantine, ByzantineSpec, Stage
-from agents.localization import PoseEKF
+from agents.localization import EMPTY, PoseEKF
 from agents.navigation import BeliefView, NavDecision, Navigator, TrackView
 from agents.observations import ObservationBatch
 from agents.peers import Peer, PeerTable
 from agents.rejections import RejectionSampler
+from agents.seeking import Seeker
 from agents.vetting import DISTRUSTED, Verdict, Vetting
 from protocol.clock import NoClockSample
 from protocol.errors import RejectCounters
@@ -53,6 +57,7 @@ from protocol.swarm import (
     Body,
     Bye,
     Heartbeat,
+    Look,
     Message,
     Mode,
     Patch,
@@ -135,6 +140,7 @@ class AgentCore:
         self.peers = PeerTable(c.peer_limits)
         self.limits = c.claim_limits
         self.counters = RejectCounters()
+        self.seeker = Seeker(c, self.counters, t0)  # the search map and its looks
         # The own evidence (a witness track, the recent views) that peers' claims face.
         self.vetting = Vetting(c, self.space, self.reputation, self.counters, self._emit)
         self.refusals = RejectionSampler()
@@ -186,6 +192,12 @@ class AgentCore:
         if result.initialized:
             record["initialized"] = True
         self._emit("observation", record)
+        if not result.applied and result.reason == EMPTY and batch.synchronized:
+            # Nothing seen at all (the localizer has nothing to apply): still a look.
+            empty = self.localizer.pose_at(batch.t_capture)
+            if empty is not None:
+                self.seeker.after_frame(batch.t_capture, empty[0], empty[1], None,
+                                        self.track.initialised)
         if not result.applied:
             return
         self._news = True
@@ -220,6 +232,7 @@ class AgentCore:
             s = self.config.sensing
             footprint = Footprint(px, py, ptheta, s.range, s.fov, s.min_range)
             self.grid.deposit(footprint, detections)
+            self.seeker.after_frame(batch.t_capture, at[0], at[1], det, self.track.initialised)
             self.vetting.own_view(batch.t_capture, footprint, P_pose,
                                   None if det is None else (det.x, det.y))
 
@@ -266,6 +279,13 @@ class AgentCore:
             self._fuse_cells(peer, body, now)
         elif isinstance(body, Track):
             self._on_peer_track(peer, body, now)
+        elif isinstance(body, Look):
+            mapped = self._peer_time(peer, body.t_ref, now)
+            trusted = not self.config.use_reputation or self.reputation.fusable(peer.name)
+            record = self.seeker.on_peer_look(peer, body, None if mapped is None else mapped[0],
+                                              trusted, now)
+            if record is not None:
+                self._emit("peer_look", record)
         elif isinstance(body, Bye):
             if peer is self.peers.get(peer.name):
                 peer.lost = True
@@ -322,6 +342,9 @@ class AgentCore:
                 self.track.reset()
                 self._emit("track_dropped", {"silent": now - self._track_info_at})
         self.vetting.tick(now)
+        t = self.track
+        self.seeker.tick(dt, (float(t.state[0]), float(t.state[1]), t.covariance[:2, :2])
+                         if t.initialised else None)
         if decide:
             self._decide(now, pose)
         self._periodic(now)
@@ -357,6 +380,7 @@ class AgentCore:
         h.update(np.ascontiguousarray(self.grid.mu).tobytes())
         h.update(np.ascontiguousarray(self.grid.var).tobytes())
         h.update(np.asarray(self.grid.origin, dtype=np.int64).tobytes())
+        h.update(self.seeker.state_bytes())
         if self.track.initialised:
             h.update(self.track.state.tobytes())
             h.update(self.track.covariance.tobytes())
@@ -549,7 +573,8 @@ class AgentCore:
             if p.position is not None and now - p.position_at <= self.config.peer_lost_after
         ]
         decision = self.navigator.decide(
-            now, pose=pose, belief=view, track=track_view, others=others, room=self.config.room
+            now, pose=pose, belief=view, track=track_view, others=others, room=self.config.room,
+            search=self.seeker.view(pose, self.localizer.t),
         )
         self._out.decision = decision
         self._emit(
@@ -560,6 +585,7 @@ class AgentCore:
                 "omega": decision.omega,
                 "duty": (decision.duty_left, decision.duty_right),
                 "goal": decision.goal,
+                **({} if decision.goal_heading is None else {"heading": decision.goal_heading}),
             },
         )
 
@@ -606,6 +632,9 @@ class AgentCore:
                 )
                 self.grid.mark_sent(sent)
                 self._send(None, OutPatch(cells, now))
+        look = self.seeker.look_due(now)
+        if look is not None:
+            self._send(None, look)
         for addr in self.peers.pings_due(now, 1.0 / r.ping):
             self._send(addr, Ping(self.peers.ping(addr, now)))
         due, self._next["belief_log"] = _due(now, self._next["belief_log"], 1.0)
@@ -634,6 +663,7 @@ class AgentCore:
             "counters": self.counters.as_dict(),
             "checks": dict(self.vetting.checks),  # reputation checks run and failed
         }
+        record.update(self.seeker.log_fields())
         if self.track.initialised:
             record["track"] = {
                 "t": self.track.time,
@@ -646,6 +676,10 @@ class AgentCore:
                 "turn_rate": self.track.turn_rate,
             }
         return record
+
+    def on_oracle_look(self, sender: str, look: CameraLook, now: float) -> None:
+        """Another robot's look handed over directly (the lockstep oracle)."""
+        self.seeker.on_oracle_look(sender, look)
 
     def _check_peers(self, now: float) -> None:
         self.peers.check(now)

@@ -83,6 +83,9 @@ def config_from_site(
         fusion=s["fusion"],
         use_reputation=s["reputation"],
     )
+    if site.target.max_speed is not None:  # the search map spreads at the declared speed
+        config = replace(config, search=replace(config.search,
+                                                target_speed=site.target.max_speed))
     return replace(config, **overrides) if overrides else config
 
 

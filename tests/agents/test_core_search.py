@@ -1,0 +1,179 @@
+"""The core's search map: its own looks go out as LOOKs, a peer's looks count once, from a
+trusted peer, where it stood, at a bounded rate; sharing off sends and applies none."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agents.belief.search import CameraLook, SearchMap, SearchParams
+from agents.config import AgentConfig
+from agents.core import AgentCore
+from agents.room import Room
+from protocol.swarm import Heartbeat, Look, LookRecord, Message, Mode, swarm_id_from_name
+
+SWARM = swarm_id_from_name("core-search-test")
+PEER = ("127.0.0.9", 40000)
+STILL = SearchParams(target_speed=0.0)  # no diffusion: maps compare exactly
+
+
+def config(name: str = "walnut", **search: Any) -> AgentConfig:
+    return AgentConfig(name=name, room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
+                       target_tag=100, search=replace(STILL, **search))
+
+
+def synced_core(x: float = 1.0, y: float = 1.0, fusion: str = "ci", **search: Any) -> AgentCore:
+    """A core whose peer hazel (epoch 7) stands at (x, y), its clock equal to ours."""
+    core = AgentCore(replace(config(**search), fusion=fusion), t0=0.0)
+    body = Heartbeat(x, y, 0.0, (0.1, 0.0, 0.0, 0.1, 0.0, 0.1), Mode.SEARCH, 0, 0, ())
+    core.on_message(Message(SWARM, "hazel", 7, 0, 0.0, body), PEER, 0.0)
+    core.peers["hazel"].clock.add_sample(0.0, 0.0, 0.0, 0.002)
+    core.take_outputs()
+    return core
+
+
+def look_message(seq: int, first: int, looks: list[tuple[int, int, int, int]],
+                 t: float = 0.5) -> Message:
+    return Message(SWARM, "hazel", 7, seq, t, Look(first, t, 300, 1082, tuple(
+        LookRecord(*r) for r in looks)))
+
+
+def applied_directly(looks: list[tuple[int, int, int, int]]) -> np.ndarray:
+    m = SearchMap(Room(5.0, 5.0), STILL)
+    for _, x, y, h in looks:
+        m.apply_look(CameraLook(0.0, x / 100, y / 100, h * math.pi / 32768, 3.0, 1.082))
+    return m.p
+
+
+A, B, C = (200, 100, 100, 0), (100, 120, 110, 8192), (0, 140, 120, 16384)
+
+
+def test_a_resent_look_counts_once() -> None:
+    core = synced_core()
+    core.on_message(look_message(1, 10, [A, B]), PEER, 0.5)
+    core.on_message(look_message(2, 11, [B, C]), PEER, 0.6)  # look 11 again, then 12
+    core.on_message(look_message(3, 10, [A, B]), PEER, 0.7)  # both again
+    assert core.seeker.map is not None
+    assert core.seeker.stats["looks_applied"] == 3
+    assert core.counters["look_duplicate"] == 3
+    assert np.array_equal(core.seeker.map.p, applied_directly([A, B, C]))
+    records = [r.fields for r in core.take_outputs().records if r.event == "peer_look"]
+    assert [(r["applied"], r["again"]) for r in records] == [(2, 0), (1, 1), (0, 2)]
+
+
+def test_a_distrusted_peers_looks_are_not_applied(monkeypatch: pytest.MonkeyPatch) -> None:
+    core = synced_core()
+    monkeypatch.setattr(core.reputation, "fusable", lambda name: False)
+    core.on_message(look_message(1, 0, [A]), PEER, 0.5)
+    assert core.counters["look_distrusted"] == 1 and core.seeker.stats["looks_applied"] == 0
+    assert core.seeker.map is not None
+    assert np.array_equal(core.seeker.map.p, applied_directly([]))
+
+
+def test_a_look_far_from_where_the_peer_said_it_was_is_refused() -> None:
+    core = synced_core(x=4.5, y=4.5)  # 1 s after its HEARTBEAT: 1 m + 1 m/s * 1 s of slack
+    core.on_message(look_message(1, 0, [A]), PEER, 1.0)  # at (1.0, 1.0), 4.9 m away
+    assert core.counters["look_misplaced"] == 1 and core.seeker.stats["looks_applied"] == 0
+    near = synced_core(x=2.5, y=1.0)
+    near.on_message(look_message(1, 0, [(0, 100, 100, 0)]), PEER, 1.0)  # 1.5 m away: 2 m slack
+    assert near.seeker.stats["looks_applied"] == 1
+
+
+def test_a_flood_of_looks_is_bounded_by_the_peers_bucket() -> None:
+    core = synced_core()
+    flood = [(0, 100 + k, 100, 0) for k in range(64)]
+    core.on_message(look_message(1, 0, flood), PEER, 0.5)
+    assert core.seeker.stats["looks_applied"] == 16  # the bucket's burst
+    assert core.counters["look_rate_exceeded"] == 48
+    more = [(0, 100 + k, 100, 0) for k in range(64)]
+    core.on_message(look_message(2, 64, more), PEER, 1.5)  # one second later: 8 more
+    assert core.seeker.stats["looks_applied"] == 24
+
+
+def test_looks_wait_for_the_peers_clock() -> None:
+    core = AgentCore(config(), t0=0.0)
+    body = Heartbeat(1.0, 1.0, 0.0, (0.1, 0.0, 0.0, 0.1, 0.0, 0.1), Mode.SEARCH, 0, 0, ())
+    core.on_message(Message(SWARM, "hazel", 7, 0, 0.0, body), PEER, 0.0)
+    core.on_message(look_message(1, 0, [A]), PEER, 0.5)
+    assert core.counters["look_peer_clock_unsynced"] == 1
+    assert core.seeker.stats["looks_applied"] == 0
+
+
+def _make_looks(core: AgentCore, n: int, t0: float = 0.1) -> None:
+    """``n`` frames that saw nothing, from a good pose, a quarter second apart."""
+    cov = np.diag([1e-4, 1e-4, 1e-4])
+    for k in range(n):
+        pose = np.array([1.0 + 0.1 * k, 1.0, 0.3 * k])
+        core.seeker.after_frame(t0 + 0.25 * k, pose, cov, None, False)
+
+
+def test_own_looks_go_out_twice_and_a_receiver_applies_exactly_the_same() -> None:
+    sender = AgentCore(config(), t0=0.0)
+    _make_looks(sender, 4)  # t = 0.1 .. 0.85
+    sender.tick(1.0)
+    first = [s.body for s in sender.take_outputs().sends if isinstance(s.body, Look)]
+    _make_looks(sender, 4, t0=1.1)  # t = 1.1 .. 1.85
+    sender.tick(2.0)
+    second = [s.body for s in sender.take_outputs().sends if isinstance(s.body, Look)]
+    assert len(first) == len(second) == 1
+    assert first[0].first_seq == 0 and len(first[0].looks) == 4
+    assert second[0].first_seq == 0 and len(second[0].looks) == 8  # the last 2 s: all again
+    assert [r.age_ms for r in second[0].looks] == [1750, 1500, 1250, 1000, 750, 500, 250, 0]
+    receiver = synced_core(x=1.5, y=1.0)
+    receiver.on_message(Message(SWARM, "hazel", 7, 1, 1.0, first[0]), PEER, 1.0)
+    receiver.on_message(Message(SWARM, "hazel", 7, 2, 2.0, second[0]), PEER, 2.0)
+    assert receiver.seeker.stats["looks_applied"] == 8
+    assert receiver.seeker.map is not None and sender.seeker.map is not None
+    assert np.array_equal(receiver.seeker.map.p, sender.seeker.map.p)  # the same, bit for bit
+
+
+def test_no_look_while_the_pose_is_uncertain_or_more_often_than_the_interval() -> None:
+    core = AgentCore(config(), t0=0.0)
+    core.seeker.after_frame(0.1, np.array([1.0, 1.0, 0.0]), np.diag([0.1, 0.1, 0.01]), None, False)
+    assert core.seeker.stats["looks_made"] == 0  # 0.32 m of standard deviation
+    good = np.diag([1e-4, 1e-4, 1e-4])
+    for t in (0.1, 0.2, 0.3, 0.36):
+        core.seeker.after_frame(t, np.array([1.0, 1.0, 0.0]), good, None, False)
+    assert core.seeker.stats["looks_made"] == 2  # 0.1 and 0.36
+
+
+def test_sharing_off_sends_and_applies_no_look() -> None:
+    core = synced_core(share=False)
+    _make_looks(core, 4)
+    core.tick(1.0)
+    core.tick(2.0)
+    assert not [s for s in core.take_outputs().sends if isinstance(s.body, Look)]
+    assert core.seeker.stats["looks_made"] == 4
+    core.on_message(look_message(1, 0, [A]), PEER, 2.1)
+    assert core.counters["look_not_sharing"] == 1 and core.seeker.stats["looks_applied"] == 0
+
+
+def test_fusion_none_applies_no_look() -> None:
+    core = synced_core(fusion="none")  # the no-sharing baseline uses nothing it receives
+    core.on_message(look_message(1, 0, [A]), PEER, 0.5)
+    assert core.counters["look_not_sharing"] == 1 and core.seeker.stats["looks_applied"] == 0
+
+
+def test_no_look_while_a_track_is_held() -> None:
+    core = AgentCore(config(), t0=0.0)
+    good = np.diag([1e-4, 1e-4, 1e-4])
+    core.seeker.after_frame(0.1, np.array([1.0, 1.0, 0.0]), good, None, True)
+    assert core.seeker.stats["looks_made"] == 0
+
+
+def test_a_track_holds_the_map_on_it_and_search_resumes_from_there() -> None:
+    core = AgentCore(config(target_speed=0.5), t0=0.0)
+    core.track.update_position((3.0, 3.0), np.eye(2) * 0.01, 0.0)
+    core._track_info_at = 0.0  # as a fused detection sets it
+    core.tick(0.1)
+    assert core.seeker.map is not None
+    assert core.seeker.map.probability_within(3.0, 3.0, 0.5) > 0.8
+    core.track.reset()
+    for k in range(2, 22):  # two seconds: 0.5 m/s spreads it at most 1 m
+        core.tick(0.1 * k)
+    assert core.seeker.map.probability_within(3.0, 3.0, 0.5) < 0.9  # it spreads ...
+    assert core.seeker.map.probability_within(3.0, 3.0, 1.5) > 0.999  # ... at the target's speed
