@@ -75,8 +75,25 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = next(c for c in COMMANDS if c.name == args.command)
-    status: int = getattr(importlib.import_module(command.module), command.run)(args)
+    try:
+        status: int = getattr(importlib.import_module(command.module), command.run)(args)
+        sys.stdout.flush()  # here, so that a closed pipe is seen here and not at exit
+    except BrokenPipeError:  # `stigmesh ... | head` closed the pipe: that is not an error
+        _quiet_stdout()
+        return 0
     return status
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not fail again."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
     stigmesh faults AGENT clear | status
     stigmesh faults AGENT ... --at HOST:PORT --swarm-key K     (an agent on another host)
     stigmesh faults world drop-link CAR SECONDS | reboot CAR | freeze-camera CAR SECONDS
+        (CAR: an id or a name; set, byzantine and clear print what changed, --json all)
     stigmesh status [--run-dir D]
     stigmesh status --swarm NAME --swarm-key K --iface IF [--port P] [--at HOST:PORT ...]
 
@@ -54,6 +55,8 @@ def add_faults_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("tokens", nargs="*", help="fault tokens (see agents/faults) or arguments")
     p.add_argument("--dir", choices=("in", "out", "both"), default="both",
                    help="which way network faults apply (default both)")
+    p.add_argument("--json", action="store_true",
+                   help="print the agent's whole reply (counters too), not what changed")
     p.add_argument("--at", type=_address, default=None, metavar="HOST:PORT",
                    help="reach the agent over TCP (its --control-listen) instead of a socket "
                    "in the run directory; needs --swarm-key")
@@ -96,29 +99,64 @@ def _resolve(args: argparse.Namespace) -> tuple[Path, bytes] | str:
     return run_dir, key
 
 
+def _car(token: str) -> int | str:
+    """A car by id or by name (as scenario files name it); the world resolves the name."""
+    return int(token) if token.isdigit() else token
+
+
 def _world(run_dir: Path, action: str, tokens: list[str]) -> int:
     from worlds.control import WorldControl
 
     usage = ("world faults: drop-link CAR SECONDS | reboot CAR [DOWN_S] | "
-             "freeze-camera CAR SECONDS | status")
+             "freeze-camera CAR SECONDS | status (CAR: an id or a name)")
     world = WorldControl(run_dir)  # its key: RUN_DIR/world.key, read at the request
     try:
         if action == "drop-link" and len(tokens) == 2:
-            reply = world.drop_link(int(tokens[0]), float(tokens[1]))
+            reply = world.drop_link(_car(tokens[0]), float(tokens[1]))
         elif action == "reboot" and len(tokens) in (1, 2):
-            reply = world.reboot(int(tokens[0]), float(tokens[1]) if len(tokens) == 2 else 0.0)
+            reply = world.reboot(_car(tokens[0]), float(tokens[1]) if len(tokens) == 2 else 0.0)
         elif action == "freeze-camera" and len(tokens) == 2:
-            reply = world.freeze_camera(int(tokens[0]), float(tokens[1]))
+            reply = world.freeze_camera(_car(tokens[0]), float(tokens[1]))
         elif action == "status" and not tokens:
             reply = world.status()
         else:
             return _fail(usage)
-    except ValueError:  # CAR or SECONDS not a number
+    except ValueError:  # SECONDS not a number
         return _fail(usage)
     except ControlError as exc:
         return _fail(f"world: {exc}", 1)
     print(json.dumps(reply, indent=2))
     return 0
+
+
+def _faults_text(mapping: object) -> str:
+    from agents.faults import LinkFaults, format_faults
+
+    if not isinstance(mapping, dict):
+        return "?"
+    try:
+        return format_faults(LinkFaults.from_mapping(mapping)) or "none"
+    except (FaultSpecError, ValueError, TypeError):
+        return json.dumps(mapping)
+
+
+def changes(agent: str, before: dict[str, Any] | None, after: dict[str, Any]) -> list[str]:
+    """What a set, byzantine or clear changed, one line per direction or behaviour."""
+    from agents.faults import ByzantineSpec, format_byzantine
+
+    lines = []
+    if "faults" in after:
+        old = (before or {}).get("faults") or {}
+        for way in ("in", "out"):
+            was, now = _faults_text(old.get(way, {})), _faults_text(after["faults"].get(way))
+            lines.append(f"{agent}: faults {way}: {now}" + ("" if before is None else
+                         " (unchanged)" if was == now else f" (was {was})"))
+    if "byzantine" in after or (before or {}).get("byzantine") is not None:
+        spec = after.get("byzantine")
+        text = format_byzantine(ByzantineSpec.from_mapping(spec)) if isinstance(spec, dict) \
+            else "honest"
+        lines.append(f"{agent}: byzantine: {text or 'honest'}")
+    return lines
 
 
 def faults_main(args: argparse.Namespace) -> int:
@@ -154,6 +192,9 @@ def faults_main(args: argparse.Namespace) -> int:
             req = {"cmd": args.action}
         else:
             return _fail(f"unknown action {args.action!r}: set, byzantine, clear or status")
+        before = None
+        if not args.json and args.action != "status":  # to say what changed
+            before = request(target, key, {"cmd": "status"})
         reply = request(target, key, req)
         if args.at is not None and reply.get("agent") not in (None, args.target):
             return _fail(f"{args.at[0]}:{args.at[1]} is {reply.get('agent')}, not {args.target}")
@@ -162,7 +203,10 @@ def faults_main(args: argparse.Namespace) -> int:
     except ControlError as exc:
         return _fail(f"{args.target}: {exc}", 1)
     reply.pop("ok", None)
-    print(json.dumps(reply, indent=2))
+    if args.json or args.action == "status":
+        print(json.dumps(reply, indent=2))
+    else:
+        print("\n".join(changes(args.target, before, reply)))
     return 0
 
 

@@ -3,6 +3,7 @@
     stigmesh log cat RUN/NAME [--event E ...]     every event of one log, one JSON line each
     stigmesh log export RUN --jsonl [--out DIR]   NAME.jsonl beside (or in DIR) each NAME.mcap
     stigmesh log export RUN --mcap FILE           every process of the run in one MCAP file
+    stigmesh log size RUN                         each log's MB, span and MB per minute
 
 The logs are MCAP (protocol/RUNLOG.md); ``cat`` prints what ``grep`` users read
 before: ``{"t": ..., "proc": ..., "event": ..., ...}`` with bytes in base64.
@@ -33,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--mcap", type=Path, metavar="FILE", help="merge every log into FILE")
     export.add_argument("--out", type=Path, default=None,
                         help="where the JSON lines go (default: the run directory)")
+    size = sub.add_parser("size", help="each log's size, span and MB per minute, by channel")
+    size.add_argument("run_dir", type=Path, metavar="RUN_DIR")
 
 
 def _resolve(spec: Path) -> Path | None:
@@ -66,8 +69,12 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_OK
     logs = process_logs(args.run_dir) if args.run_dir.is_dir() else {}
     if not logs:
-        print(f"stigmesh log export: {args.run_dir} holds no process log", file=sys.stderr)
+        print(f"stigmesh log {args.action}: {args.run_dir} holds no process log",
+              file=sys.stderr)
         return EXIT_USAGE
+    if args.action == "size":
+        print("\n".join(size_table(logs)))
+        return EXIT_OK
     if args.mcap is not None:
         count = merge_logs(list(logs.values()), args.mcap)
         print(f"wrote {args.mcap}: {count} messages of {len(logs)} logs "
@@ -84,3 +91,26 @@ def main(args: argparse.Namespace) -> int:
                 f.write(dumps(event) + "\n")
         print(f"wrote {target}")
     return EXIT_OK
+
+
+def size_table(logs: dict[str, Path]) -> list[str]:
+    """Per log: its bytes on disk, the span of its events, MB per minute of that span, and
+    each channel's share of the uncompressed messages."""
+    from collections import Counter
+
+    from protocol.mcapfile import iter_messages
+    from protocol.runlog import read_run_log
+
+    rows = [f"{'log':10} {'MB':>7} {'span s':>7} {'MB/min':>7}  uncompressed by channel"]
+    for name, path in logs.items():
+        times = [float(e["t"]) for e in read_run_log(path)]
+        span = max(times) - min(times) if times else 0.0
+        mb = path.stat().st_size / 1e6
+        by: Counter[str] = Counter()
+        for channel, _, _, data in iter_messages(path):
+            by[channel.topic.rsplit("/", 1)[-1]] += len(data)
+        total = sum(by.values()) or 1
+        shares = ", ".join(f"{k} {100 * v / total:.0f} %" for k, v in by.most_common())
+        rate = f"{mb / (span / 60):7.3f}" if span > 0 else f"{'-':>7}"
+        rows.append(f"{name:10} {mb:7.3f} {span:7.1f} {rate}  {shares}")
+    return rows
