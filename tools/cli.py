@@ -41,6 +41,8 @@ COMMANDS = (
             "measure how beliefs converged in a run; re-run agents with other settings"),
     Command("log", "tools.commands.log",
             "a run's logs as JSON lines (cat, export --jsonl) or as one MCAP file"),
+    Command("view", "tools.commands.view",
+            "the swarm live in Foxglove, read-only (it never sends on the swarm)"),
     Command("faults", "tools.commands.faults",
             "inject or clear faults on a running agent (or the world's cars)",
             add="add_faults_arguments", run="faults_main"),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from protocol import scene
 from protocol.runlog import RunLog, log_path
-from worlds.arena import SENSING_MODES, ArenaError, load_arena
+from worlds.arena import SENSING_MODES, Arena, ArenaError, load_arena
 from worlds.control import control_path
 
 if TYPE_CHECKING:  # the server pulls in PyBullet: keep `--help` light
@@ -25,6 +25,14 @@ if TYPE_CHECKING:  # the server pulls in PyBullet: keep `--help` light
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROCESS = "world"
 WORLD_FLUSH = 0.25  # s: the world's log chunks (its size is not an agent's: no budget)
+
+
+def room_scene(arena: Arena, t: float) -> bytes:
+    """The room of ``arena`` (walls, tags, obstacles) as the live view and the logs draw it."""
+    return scene.room_update(
+        t, (arena.room.size_x, arena.room.size_y), arena.room.wall_height,
+        [(tag.id, tag.x, tag.y, tag.z, tag.yaw) for tag in arena.tags],
+        [(o.x, o.y, o.size_x, o.size_y) for o in arena.obstacles])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,10 +111,7 @@ def main(args: argparse.Namespace) -> int:
         "start", arena=arena.name, source=arena.source, seed=world.seed,
         sensing=arena.sensing.mode, firmware=world.firmware, cars=[c.__dict__ for c in arena.cars],
     )  # fmt: skip
-    log.scene(scene.ROOM, scene.room_update(
-        time.monotonic(), (arena.room.size_x, arena.room.size_y), arena.room.wall_height,
-        [(t.id, t.x, t.y, t.z, t.yaw) for t in arena.tags],
-        [(o.x, o.y, o.size_x, o.size_y) for o in arena.obstacles]))  # the view's room
+    log.scene(scene.ROOM, room_scene(arena, time.monotonic()))  # the view's room
     server: WorldServer | None = None
     try:
         server = asyncio.run(serve(world, run_dir, log, args.duration, _banner))
