@@ -8,6 +8,7 @@ import pkgutil
 import tools.experiments.evidence as package
 from tools.experiments.evidence.main import EXPERIMENTS
 from tools.experiments.evidence.plan import QUICK, jobs_for
+from tools.experiments.scenario_file import load_suite
 
 
 def test_every_experiment_module_is_registered_once() -> None:
@@ -18,11 +19,13 @@ def test_every_experiment_module_is_registered_once() -> None:
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         if hasattr(module, "section"):
             found.add(module)
-    assert set(EXPERIMENTS) == found and len(EXPERIMENTS) == len(found) == 7
+    assert set(EXPERIMENTS) == found and len(EXPERIMENTS) == len(found) == 8
     titles = [(m.__doc__ or "").split(".")[0] for m in EXPERIMENTS]
-    assert titles == [f"Experiment {n}" for n in range(1, 8)]
+    assert titles == [f"Experiment {n}" for n in range(1, 9)]
 
 
 def test_every_job_has_its_own_key() -> None:
-    keys = [job.key for job in jobs_for(QUICK)]
-    assert len(keys) == len(set(keys)) == 17
+    # --quick: 2 seeds a scene, 4 hiding places; five scenes as their files say, four also
+    # with naive (orbit, eight robots) or the oracle (both liars), the search also unshared
+    keys = [job.key for job in jobs_for(load_suite(), QUICK)]
+    assert len(keys) == len(set(keys)) == (5 + 4 * 2) * 2 + 2 * 4

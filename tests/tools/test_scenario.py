@@ -22,7 +22,14 @@ from tools.experiments.scenario import (
     every_agent_faults,
     timeline,
 )
-from tools.experiments.scenario_file import SCENARIO_DIR, load_scenario, parse_scenario
+from tools.experiments.scenario_file import (
+    SCENARIO_DIR,
+    SUITE_FILE,
+    load_scenario,
+    load_suite,
+    parse_scenario,
+    parse_suite,
+)
 
 HEAD = 'arena = "two_cars"\nduration = 30.0\nseed = 4\n'
 
@@ -46,7 +53,7 @@ def line_of(body: str, needle: str) -> int:
 
 
 def test_every_shipped_scenario_loads() -> None:
-    files = sorted(SCENARIO_DIR.glob("*.toml"))
+    files = sorted(f for f in SCENARIO_DIR.glob("*.toml") if f != SUITE_FILE)
     assert {"default", "partition", "byzantine"} <= {f.stem for f in files}
     for f in files:
         s = load_scenario(f)
@@ -60,6 +67,44 @@ def test_every_shipped_scenario_loads() -> None:
     ]
     part = timeline(load_scenario(SCENARIO_DIR / "partition.toml"))
     assert [o.t for o in part] == [20.0, 20.0, 40.0, 40.0]
+
+
+def test_the_shipped_suite_has_every_scene_the_issue_asks_for() -> None:
+    suite = load_suite()
+    kinds = [s.kind for s in suite.scenes]
+    assert len(suite.scenes) >= 6 and suite.seeds == 10
+    assert {"fault_free", "loss", "partition", "liar_among", "liar_only", "search"} <= set(kinds)
+    assert {len(load_scenario(s.file).agents) for s in suite.scenes} >= {2, 3, 8}
+    search = next(s for s in suite.scenes if s.kind == "search")
+    assert search.seeds >= 30  # one hiding place per seed
+
+
+SUITE_HEAD = 'seeds = 3\n[[scene]]\nname = "orbit"\nfile = "default.toml"\nkind = "fault_free"\n'
+SUITE_HEAD += 'tests = "the orbit"\n'
+
+
+def suite_error(body: str) -> str:
+    with pytest.raises(ScenarioError) as info:
+        parse_suite(SUITE_HEAD + body, "suite.toml", SCENARIO_DIR)
+    return str(info.value)
+
+
+def test_a_suite_refuses_scenes_its_targets_cannot_measure() -> None:
+    ok = parse_suite(SUITE_HEAD, "suite.toml", SCENARIO_DIR)
+    assert [(s.name, s.seeds, s.real) for s in ok.scenes] == [("orbit", 3, True)]
+
+    def scene(name: str, file: str, kind: str, extra: str = "") -> str:
+        return (f'[[scene]]\nname = "{name}"\nfile = "{file}"\nkind = "{kind}"\n'
+                f'tests = "x"\n{extra}')
+
+    assert "needs a Byzantine action" in suite_error(scene("l", "default.toml", "liar_among"))
+    assert "hidden target" in suite_error(scene("s", "default.toml", "search"))
+    assert "names a fault_free scene" in suite_error(scene("b", "burst_loss.toml", "loss"))
+    assert "only a loss scene" in suite_error(
+        scene("w", "waypoints.toml", "fault_free", 'reference = "orbit"\n'))
+    assert "named twice" in suite_error(scene("orbit", "default.toml", "fault_free"))
+    assert "not one of" in suite_error(scene("x", "default.toml", "orbit"))
+    assert "cannot read" in suite_error(scene("x", "missing.toml", "fault_free"))
 
 
 def test_fusion_names_match_the_agent() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from protocol.runlog import read_run_log
+from protocol.runlog import log_path, read_run_log
 from tests.support.lateness import Lateness
 from tools.commands import run as run_cmd
 from tools.experiments import realrun
@@ -144,7 +144,7 @@ def test_real_processes_follow_the_schedule(tmp_path: Path, capsys, monkeypatch)
     assert all(x <= slack for x in late), (late, slack)
 
     def lines(name: str) -> list[dict]:
-        return list(read_run_log(run_dir / f"{name}.jsonl"))
+        return list(read_run_log(log_path(run_dir, name)))
 
     def within(t: float, step: int) -> bool:
         return window[step][0] - EPS <= t <= window[step][1] + EPS

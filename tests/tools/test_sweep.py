@@ -1,10 +1,12 @@
-"""`stigmesh sweep`: the grid's axes, the camera-footprint overlap, the table, a tiny sweep."""
+"""`stigmesh sweep`: the grid's axes, the camera-footprint overlap, the table, a tiny sweep on
+a local Dask cluster, and a running cluster given by its scheduler."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -98,3 +100,53 @@ def test_a_tiny_sweep_in_parallel(tmp_path: Path, capsys: pytest.CaptureFixture)
     assert out.with_suffix(".csv").exists()
     bad = parser.parse_args([str(scenario), "--over", "loss=2", "--out", str(out)])
     assert sweep_cmd.main(bad) == 2
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def _lost(x: int, exc: BaseException) -> int:
+    return -1
+
+
+def test_a_scheduler_runs_the_tasks_and_refuses_workers_of_other_code(tmp_path: Path) -> None:
+    """--scheduler: a running cluster's workers do the work when they run this checkout's
+    code, and are refused before anything is submitted when one runs other code."""
+    import shutil
+    import subprocess
+    import sys
+
+    from dask.distributed import Client, LocalCluster
+
+    from tools.experiments.cluster import ROOT, SOURCES, Cluster, ClusterError
+
+    # A scheduler on loopback with one worker thread in this process: this checkout's code.
+    local = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                         host="127.0.0.1", dashboard_address=None)
+    with local, Cluster(local.scheduler_address) as cluster:
+        assert cluster.workers == 1 and "1 worker" in cluster.describe()
+        assert sorted(cluster.map(_square, [1, 2, 3], _lost)) == [(0, 1), (1, 4), (2, 9)]
+    # A scheduler whose only worker is a process started from a copy of the sources in
+    # which one file differs.
+    copy = tmp_path / "other"
+    for d in SOURCES:
+        shutil.copytree(ROOT / d, copy / d, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "tools" / "experiments" / "__init__.py").write_text('"""Another checkout."""\n')
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as remote:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", remote.scheduler_address,
+             "--nthreads", "1", "--nworkers", "1", "--host", "127.0.0.1", "--no-dashboard"],
+            cwd=copy, env={**os.environ, "PYTHONPATH": str(copy)},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            with Client(remote.scheduler_address) as client:
+                client.wait_for_workers(1, timeout=120)
+            with pytest.raises(ClusterError, match=r"1 of 1 worker.* run other code"), \
+                    Cluster(remote.scheduler_address):
+                pass
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)

@@ -1,8 +1,8 @@
 """``stigmesh sweep SCENARIO.toml --over loss=0,0.5,0.9 --seeds 10 --fusion ci,naive,none``.
 
-Runs the scenario in lockstep for every point of the grid, in parallel on the
-machine's cores, and writes ONE table (``.md``, with ``.csv`` and ``.json``
-beside it); the grid, the measures and the table are
+Runs the scenario in lockstep for every point of the grid on a Dask cluster (a local
+one on the machine's cores, or ``--scheduler ADDR``), and writes ONE table (``.md``,
+with ``.csv`` and ``.json`` beside it); the grid, the measures and the table are
 :mod:`tools.experiments.sweep`'s.
 """
 
@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tools.experiments.cluster import ClusterError
 from tools.experiments.measure import FOOTPRINT_WINDOW
 from tools.experiments.scenario import FUSIONS
 from tools.experiments.sweep import (
@@ -50,7 +51,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated fusion rules (ci,naive,max_confidence,none); "
                    "default: as the scenario says")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                   help="runs at once (default: the number of cores)")
+                   help="worker processes of the local Dask cluster (default: the number of "
+                   "cores; 1: one run after the other in this process)")
+    p.add_argument("--scheduler", default=None, metavar="ADDR",
+                   help="run on the Dask cluster of this scheduler (tcp://HOST:8786) instead "
+                   "of a local one; its workers must run this checkout's code")
     p.add_argument("--burst-length", type=float, default=8.0,
                    help="mean burst length in datagrams for the burst axis (default 8)")
     p.add_argument("--out", type=Path, default=None,
@@ -118,10 +123,15 @@ def main(args: argparse.Namespace) -> int:
     out: Path = args.out or Path("runs") / f"sweep-{scenario.name}-{stamp}.md"
     sizes = [*(f"{len(a.values)} {a.name}" for a in axes), f"{len(fusions)} fusion",
              f"{args.seeds} seeds"]
+    where = (f"the Dask cluster at {args.scheduler}" if args.scheduler else
+             f"{args.jobs} local worker(s)")
     print(f"{PROG}: {scenario.name}: {len(trials)} lockstep runs of {scenario.duration:g} s "
-          f"({' × '.join(sizes)}) on {args.jobs} worker(s)", flush=True)
+          f"({' × '.join(sizes)}) on {where}", flush=True)
     began = time.perf_counter()
-    results = run_trials(trials, args.jobs, args.quiet)
+    try:
+        results = run_trials(trials, args.jobs, args.quiet, args.scheduler)
+    except ClusterError as exc:
+        return _fail(str(exc))
     rows = aggregate(results, axes, fusions)
     table = markdown(rows, axes)
     failed = sum(1 for r in results if "error" in r)
@@ -132,7 +142,7 @@ def main(args: argparse.Namespace) -> int:
     title = (f"# Sweep: {scenario.name}\n\n`{command}`\n\n"
              f"{len(trials)} lockstep runs of {scenario.duration:g} s, seeds "
              f"{trials[0].seed}..{trials[0].seed + args.seeds - 1}, "
-             f"{time.perf_counter() - began:.0f} s on {args.jobs} worker(s); mean ± std over "
+             f"{time.perf_counter() - began:.0f} s on {where}; mean ± std over "
              "seeds; errors after 20 s are per agent, then averaged over agents; the footprint "
              f"overlap is |A∩B|/|A∪B| of the cells two cameras covered in the same "
              f"{FOOTPRINT_WINDOW:g} s window.\n\n")

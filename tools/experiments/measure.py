@@ -1,30 +1,37 @@
 """One lockstep or real run measured: the numbers that sweeps and the evidence compare.
 
-:func:`trial_metrics` reads a run directory with ``tools.replay`` and adds what
-only the ground truth can say: the cells each robot's camera covered
-(:func:`camera_footprints`) and how much two robots looked at the same place
-(:func:`footprint_overlap`).
+:func:`trial_metrics` reads a run directory with ``tools.replay`` (every agent's track
+measured with its own settings: the scenario's, when given) and adds what only the
+ground truth and the arena can say: what each robot's camera covered
+(:mod:`tools.replay.metrics.footprint`): the redundancy Σ|A_i| / |∪A_i| per 10 s window
+and over the search (the start to the first detection), and the pairwise overlap.
+:func:`series_of` is a run's time series on the 10 Hz time base (errors and NEES while a
+track is held), which the evidence pools over seeds.
+
+Every error and NEES is counted only while the agent holds a track; ``held`` is the
+fraction of time it does, from the swarm's first detection on.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
+from tools.replay.metrics.common import SETTLE
+from tools.replay.metrics.footprint import WINDOW as FOOTPRINT_WINDOW
+from tools.replay.metrics.footprint import camera_footprints, covered, redundancy, windowed
 
+if TYPE_CHECKING:
+    from agents.config import AgentConfig
     from tools.replay.metrics import Analysis, Truth
     from worlds.arena import Arena
 
-FOOTPRINT_STEP = 0.5  # s between camera footprints
+__all__ = ["FOOTPRINT_WINDOW", "analysis_of", "camera_footprints", "footprint_overlap",
+           "series_of", "trial_metrics"]
 
-
-FOOTPRINT_WINDOW = 10.0  # s: overlap of what two robots covered within the same window
+KB = 1000.0  # bytes: "KB/s" in every table
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -32,124 +39,74 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(v) / len(v) if v else None
 
 
-def camera_footprints(
-    truth: Truth, arena: Arena, name: str, times: npt.NDArray[np.float64]
-) -> list[npt.NDArray[np.int64]]:
-    """Room cells (flat indices, 0.1 m lattice) in the camera's view at each time.
-
-    Range and field of view from the arena's sensing, line of sight blocked by
-    obstacles at least as tall as the camera (their bounding boxes).
-    """
-    import numpy as np
-
-    cell = 0.1
-    nx = math.ceil(arena.room.size_x / cell - 1e-9)
-    ny = math.ceil(arena.room.size_y / cell - 1e-9)
-    gx, gy = np.meshgrid((np.arange(nx) + 0.5) * cell, (np.arange(ny) + 0.5) * cell)
-    px, py = gx.ravel(), gy.ravel()
-    s, model = arena.sensing, arena.car_model
-    blockers = []
-    for ob in arena.obstacles:
-        if ob.height < model.camera_height:
-            continue
-        c, n = abs(math.cos(ob.yaw)), abs(math.sin(ob.yaw))
-        hx, hy = (c * ob.size_x + n * ob.size_y) / 2, (n * ob.size_x + c * ob.size_y) / 2
-        blockers.append((ob.x - hx, ob.x + hx, ob.y - hy, ob.y + hy))
-    poses = truth.car_at(name, times)
-    out = []
-    for x, y, yaw in poses:
-        if not math.isfinite(x):
-            out.append(np.zeros(0, dtype=np.int64))
-            continue
-        cx, cy = x + model.camera_forward * math.cos(yaw), y + model.camera_forward * math.sin(yaw)
-        dx, dy = px - cx, py - cy
-        r = np.hypot(dx, dy)
-        bearing = np.abs(np.remainder(np.arctan2(dy, dx) - yaw + math.pi, 2 * math.pi) - math.pi)
-        seen = (r >= 0.15) & (r <= s.range) & (bearing <= math.radians(s.hfov_deg) / 2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ix, iy = 1.0 / dx, 1.0 / dy
-            for x0, x1, y0, y1 in blockers:
-                ax, bx = (x0 - cx) * ix, (x1 - cx) * ix
-                ay, by = (y0 - cy) * iy, (y1 - cy) * iy
-                enter = np.maximum(np.minimum(ax, bx), np.minimum(ay, by))
-                leave = np.minimum(np.maximum(ax, bx), np.maximum(ay, by))
-                seen &= ~((enter <= leave) & (leave >= 0.0) & (enter <= 1.0))
-        out.append(np.flatnonzero(seen))
-    return out
+def footprint_overlap(truth: Truth, arena: Arena, names: Sequence[str], t_from: float,
+                      t_to: float, *, window: float = FOOTPRINT_WINDOW) -> dict[str, Any]:
+    """Per window of ``window`` s: the pairwise overlap |A∩B|/|A∪B| and the redundancy
+    Σ|A_i|/|∪A_i| of the cells the cameras covered (from the truth), averaged over windows;
+    the fraction of the room any camera covered (:func:`~tools.replay.metrics.windowed`)."""
+    return windowed(truth, arena, names, t_from, t_to, window=window)
 
 
-def footprint_overlap(
-    truth: Truth,
-    arena: Arena,
-    names: Sequence[str],
-    t_from: float,
-    t_to: float,
-    *,
-    window: float = FOOTPRINT_WINDOW,
-) -> dict[str, Any]:
-    """How much the robots' cameras looked at the same cells in the same time windows.
-
-    Per window of ``window`` seconds, the cells each camera covered; the overlap is
-    |A ∩ B| / |A ∪ B| averaged over windows and pairs of robots. ``union_fraction``:
-    the fraction of the room any camera covered over the whole span.
-    """
-    import numpy as np
-
-    times = np.arange(t_from, t_to, FOOTPRINT_STEP)
-    if times.size == 0 or len(names) < 1:
-        return {"overlap": None, "union_fraction": None, "windows": 0}
-    cells = {n: camera_footprints(truth, arena, n, times) for n in names}
-    n_cells = math.ceil(arena.room.size_x / 0.1 - 1e-9) * math.ceil(arena.room.size_y / 0.1 - 1e-9)
-    every: set[int] = set()
-    for per_time in cells.values():
-        for c in per_time:
-            every.update(c.tolist())
-    ratios = []
-    bins = np.floor((times - t_from) / window).astype(int)
-    for b in np.unique(bins):
-        sets = {n: set(np.concatenate([cells[n][k] for k in np.flatnonzero(bins == b)]).tolist())
-                for n in names}
-        for first, second in itertools.combinations(names, 2):
-            union = sets[first] | sets[second]
-            if union:
-                ratios.append(len(sets[first] & sets[second]) / len(union))
-    return {
-        "overlap": float(np.mean(ratios)) if ratios else None,
-        "union_fraction": len(every) / n_cells,
-        "windows": len(ratios),
-    }
-
-
-def analysis_of(run_dir: Path, arena: Arena) -> Analysis:
+def analysis_of(run_dir: Path, arena: Arena,
+                configs: Mapping[str, AgentConfig] | None = None) -> Analysis:
     from tools.replay.load import load_run
     from tools.replay.metrics import analyse, room_cells_of
 
     room = room_cells_of(arena.room.size_x, arena.room.size_y, 0.1)
-    return analyse(load_run(run_dir), room_cells=room)
+    return analyse(load_run(run_dir), room_cells=room, configs=configs, arena=arena)
 
 
-def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None) -> dict[str, Any]:
-    """The numbers of one run, from its logs (``tools.replay.metrics``) and its truth."""
+def series_of(an: Analysis) -> dict[str, Any]:
+    """Per agent on the run's time base (run-relative seconds): the position error and the
+    NEES (NaN where it holds no track), the uncertainty; the distance between each pair;
+    the relative speed error at each detection."""
+    out: dict[str, Any] = {"t": (an.times - an.t_start).round(3).tolist(), "err": {},
+                           "nees4": {}, "nees2": {}, "unc": {}, "agree": {}, "speed_rel": {}}
+    for name, ag in an.agents.items():
+        out["speed_rel"][name] = [s.relative_error for s in ag.speeds]
+        if ag.errors is not None:
+            out["err"][name] = ag.errors.pos_err.tolist()
+            out["nees4"][name] = ag.errors.nees4.tolist()
+            out["nees2"][name] = ag.errors.nees2.tolist()
+        out["unc"][name] = ag.series.uncertainty.tolist()
+    for (a, b), d in an.agreement.items():
+        out["agree"][f"{a}-{b}"] = d.tolist()
+    return out
+
+
+def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
+                  configs: Mapping[str, AgentConfig] | None = None) -> dict[str, Any]:
+    """The numbers of one run, from its logs (``tools.replay.metrics``) and its truth.
+
+    Run-level values pool the agents: the error percentiles (``err_p50``, ``err_p95``,
+    ``err_max``: every held sample of every agent after 20 s), NEES (every held sample),
+    speed at detection (every detection); ``held`` and ``kbytes_per_s`` are means over
+    agents (``held_min``, ``kbytes_per_s_max`` the worst agent).
+    """
     import numpy as np
 
     from tools.replay.metrics import jsonable, nees_bounds, run_metrics
 
-    an = an if an is not None else analysis_of(run_dir, arena)
+    an = an if an is not None else analysis_of(run_dir, arena, configs)
     m = jsonable(run_metrics(an))
-    tails: dict[str, dict[str, float | None]] = {}
-    for name, agent in an.agents.items():
-        tails[name] = {}
-        if agent.errors is None:
-            continue
-        for key, values, dof in (("nees4", agent.errors.nees4, 4),
-                                 ("nees2", agent.errors.nees2, 2)):
-            v = values[np.isfinite(values)]
-            lo, hi = nees_bounds(dof)
-            tails[name][f"{key}_below"] = float(np.mean(v < lo)) if v.size else None
-            tails[name][f"{key}_above"] = float(np.mean(v > hi)) if v.size else None
     per: dict[str, dict[str, Any]] = {}
+    late_err: list[Any] = []
+    nees: dict[int, list[Any]] = {4: [], 2: []}
     for name, ag in m["agents"].items():
         e = ag.get("errors", {})
+        a = an.agents[name]
+        tails: dict[str, float | None] = {}
+        if a.errors is not None:
+            late = an.times - an.t_start >= SETTLE
+            late_err.append(a.errors.pos_err[late])
+            for dof, values in ((4, a.errors.nees4), (2, a.errors.nees2)):
+                v = values[np.isfinite(values)]
+                nees[dof].append(v)
+                lo, hi = nees_bounds(dof)
+                tails[f"nees{dof}_below"] = float(np.mean(v < lo)) if v.size else None
+                tails[f"nees{dof}_above"] = float(np.mean(v > hi)) if v.size else None
+        speed = ag["speed_at_detection"]
+        outside = ag.get("estimates_outside_room") or {}
         per[name] = {
             "err_after_20_m": e.get("position_error_after_settle_m", {}).get("median"),
             "err_all_m": e.get("position_error_m", {}).get("median"),
@@ -158,28 +115,58 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None) -> di
             "nees4_mean": e.get("nees4", {}).get("mean"),
             "unc_after_20": e.get("uncertainty_after_settle", {}).get("median"),
             "unc_below_0_15": e.get("uncertainty_after_settle_below_0_15"),
-            "speed_within_10": ag["speed_at_detection"]["within_10_percent"],
-            "speed_n": ag["speed_at_detection"]["n"],
+            "speed_within_10": speed["within_10_percent"],
+            "speed_n": speed["n"],
             "first_detection_s": ag.get("time_to_first_detection_s"),
-            "kbytes_per_s": (ag["wire"]["tx_bytes_per_s"] or 0.0) / 1000.0,
+            "held": ag.get("held_after_first_detection"),
+            "held_run": ag.get("time_with_track_fraction"),
+            "outside": outside.get("outside"),
+            "outside_max_m": outside.get("max_m"),
+            "kbytes_per_s": (ag["wire"]["tx_bytes_per_s"] or 0.0) / KB,
             "detections": ag["detections"],
             "detections_per_s": ag["detections"] / max(1e-9, m["run"]["duration_s"]),
             "grid_peak_m": ag.get("grid_peak_error_m", {}).get("median"),
-            **tails.get(name, {}),
+            "model": ag.get("model"),
+            **tails,
         }
     out: dict[str, Any] = {
         key: _mean(p[key] for p in per.values())
-        for key in ("err_after_20_m", "err_all_m", "nees4_inside", "nees2_inside", "nees4_mean",
-                    "unc_after_20", "unc_below_0_15", "speed_within_10", "kbytes_per_s",
-                    "detections_per_s", "grid_peak_m", "nees4_below", "nees4_above",
-                    "nees2_below", "nees2_above")
+        for key in ("err_after_20_m", "err_all_m", "unc_after_20", "unc_below_0_15",
+                    "kbytes_per_s", "detections_per_s", "grid_peak_m", "held",
+                    "held_run", "nees4_below", "nees4_above", "nees2_below", "nees2_above")
     }
-    out["first_detection_s"] = m["swarm"].get("time_to_first_detection_s")
+    held = [p["held"] for p in per.values() if p["held"] is not None]
+    out["held_min"] = min(held) if held else None
+    out["kbytes_per_s_max"] = max((p["kbytes_per_s"] for p in per.values()), default=None)
+    pooled = np.concatenate(late_err) if late_err else np.zeros(0)
+    pooled = pooled[np.isfinite(pooled)]
+    for key, q in (("err_p50", 50), ("err_p95", 95), ("err_max", 100)):
+        out[key] = float(np.percentile(pooled, q)) if pooled.size else None
+    for dof in (4, 2):
+        v = np.concatenate(nees[dof]) if nees[dof] else np.zeros(0)
+        lo, hi = nees_bounds(dof)
+        out[f"nees{dof}_inside"] = float(np.mean((v >= lo) & (v <= hi))) if v.size else None
+        out[f"nees{dof}_mean"] = float(v.mean()) if v.size else None
+    n_speed = sum(p["speed_n"] for p in per.values())
+    within = sum(p["speed_n"] * p["speed_within_10"] for p in per.values()
+                 if p["speed_within_10"] is not None)
+    out["speed_n"] = n_speed
+    out["speed_within_10"] = within / n_speed if n_speed else None
+    out["outside"] = sum(p["outside"] or 0 for p in per.values())
+    out["outside_max_m"] = max((p["outside_max_m"] or 0.0 for p in per.values()), default=0.0)
+    first = m["swarm"].get("time_to_first_detection_s")
+    out["first_detection_s"] = first
     belief = [v["jaccard_now"]["median"] for v in m["swarm"]["coverage_overlap"].values()]
     out["belief_overlap"] = _mean(belief)
     if an.truth is not None:
-        fp = footprint_overlap(an.truth, arena, sorted(an.agents), an.t_start, an.run.t_end)
+        names = sorted(an.agents)
+        fp = windowed(an.truth, arena, names, an.t_start, an.run.t_end)
+        out["redundancy"] = fp["redundancy"]
         out["footprint_overlap"] = fp["overlap"]
         out["footprint_union"] = fp["union_fraction"]
+        end = an.t_start + first if first is not None else an.run.t_end
+        search = covered(an.truth, arena, names, an.t_start, end)
+        out["search_redundancy"] = redundancy(search)
+        out["search_cells"] = len(set().union(*search.values())) if search else 0
     out["agents"] = per
     return out

@@ -157,6 +157,7 @@ def _real_lines(run: RealRun, views: dict[str, Any], truth: Any) -> Callable[[],
 def run_real(scenario: Scenario, run_dir: Path, port: int | None,
              progress: Progress) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Returns the applied schedule and the exit status of every process."""
+    from protocol.runlog import log_path
     from tools.experiments.scenario import timeline
     from tools.live import AgentView, LogFollower, Truth
     from tools.procs import Swarm, claim_loopback, running
@@ -168,8 +169,8 @@ def run_real(scenario: Scenario, run_dir: Path, port: int | None,
     swarm = Swarm(Path(scenario.arena.source), scenario.arena, run_dir, key_file)
     port = claim_loopback(swarm, port)  # another run on this host keeps its own cars and port
     run = RealRun(scenario, swarm, read_key(key_file), port, progress)
-    views = {n: AgentView(n, LogFollower(run_dir / f"{n}.jsonl")) for n in scenario.names}
-    truth = Truth(run_dir / "world.jsonl")
+    views = {n: AgentView(n, LogFollower(log_path(run_dir, n))) for n in scenario.names}
+    truth = Truth(log_path(run_dir, "world"))
     with running(swarm):
         run.start()
         run.loop(timeline(scenario), _real_lines(run, views, truth))

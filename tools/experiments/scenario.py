@@ -1,7 +1,11 @@
 """Scenarios: an arena, its agents, a duration, a seed and a timed fault schedule.
 
 A :class:`Scenario` is frozen; :mod:`tools.experiments.scenario_file` reads one
-from a file (the format: ``tools/SCENARIO.md``). :func:`timeline` turns the
+from a file (the format: ``tools/SCENARIO.md``). A scenario may hide the arena's
+target (:class:`Hide`: it stands still at a place drawn from the run's seed, out of
+every camera's view at the start); :func:`oracle` is a liar's scenario with the liar's
+datagrams dropped from its onset instead of its lies; a :class:`Suite` is the scenes
+the evidence runs. :func:`timeline` turns the
 schedule into concrete, timed operations (:class:`SetLink`,
 :class:`SetByzantine`, :class:`Kill`, :class:`Restart`, :class:`WorldFault`)
 that both runners execute the same way: ``stigmesh run`` through the control
@@ -13,15 +17,18 @@ schedule that acts on an agent that is not running.
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.faults import ByzantineSpec, LinkFaults, format_byzantine, format_faults
 from agents.transport import Direction
 from protocol.tomlfile import FileError
-from worlds.arena import Arena
+from worlds.arena import Arena, Obstacle, TargetSpec, Waypoints, parse_arena
 
 if TYPE_CHECKING:
     from agents.config import AgentConfig
@@ -85,16 +92,31 @@ class Action:
 
 
 @dataclass(frozen=True)
+class Hide:
+    """The target stands still at a place drawn from the run's seed: uniformly in ``box``
+    (xmin, ymin, xmax, ymax), clear of the obstacles, away from the cars' starts and out of
+    every camera's view at the start. ``seed`` picks a family of places."""
+
+    box: tuple[float, float, float, float]
+    seed: int = 0
+    clearance: float = 0.15  # m between the target's column and an obstacle
+    from_cars: float = 0.5  # m from a car's start
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     source: str  # the file, for errors
     text: str  # the file as read, copied into the run directory
-    arena: Arena
+    arena: Arena  # as run: with the hidden target's place when ``hide`` is set
     arena_ref: str  # as written: a shipped name or a path
     duration: float
     seed: int
     agents: tuple[AgentSetup, ...]
     schedule: tuple[Action, ...] = ()
+    hide: Hide | None = None
+    arena_file: str = ""  # the arena's own file (``arena.source`` may be a run's copy)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -116,7 +138,17 @@ class Scenario:
         return apply_overrides(config, dict(a.sets)) if a.sets else config
 
     def with_seed(self, seed: int) -> Scenario:
-        return replace(self, seed=check_seed(seed))
+        """The scenario with another seed (and, for a hidden target, that seed's place)."""
+        out = replace(self, seed=check_seed(seed))
+        return hidden(out) if out.hide is not None else out
+
+    @property
+    def target_place(self) -> tuple[float, float] | None:
+        """Where the hidden target stands (None: the arena's own motion)."""
+        target = self.arena.target
+        if self.hide is None or target is None or not isinstance(target.motion, Waypoints):
+            return None
+        return target.motion.points[0]
 
     def with_fusion(self, fusion: str) -> Scenario:
         """Every agent with the fusion rule ``fusion``."""
@@ -343,6 +375,7 @@ def describe(ops: Iterable[TimedOp]) -> list[dict[str, Any]]:
 
 def mapping_of(scenario: Scenario) -> Mapping[str, Any]:
     """The effective settings of a scenario (after --seed, sweep overrides)."""
+    place = scenario.target_place
     return {
         "name": scenario.name,
         "source": scenario.source,
@@ -350,9 +383,176 @@ def mapping_of(scenario: Scenario) -> Mapping[str, Any]:
         "arena_source": scenario.arena.source,
         "duration": scenario.duration,
         "seed": scenario.seed,
+        **({"hidden_target": list(place)} if place is not None else {}),
         "agents": [
             {"name": a.name, "fusion": a.fusion, "use_reputation": a.use_reputation,
              "set": dict(a.sets)}
             for a in scenario.agents
         ],
     }
+
+
+# ---------------------------------------------------------------- a hidden target
+
+
+def hidden_place(arena: Arena, hide: Hide, seed: int) -> tuple[float, float]:
+    """The place of the run ``seed``: the first draw (from ``hide.seed`` and ``seed``) that
+    is in the room, clear of every obstacle, away from the cars' starts and seen by no
+    camera at the start (range, field of view, tall obstacles); millimetres."""
+    from tools.replay.metrics.footprint import blockers, camera_of, sees
+
+    assert arena.target is not None
+    half = arena.target.body_side / 2
+    x0, y0, x1, y1 = hide.box
+    x0, y0 = max(x0, half), max(y0, half)
+    x1, y1 = min(x1, arena.room.size_x - half), min(y1, arena.room.size_y - half)
+    cameras = [camera_of(arena, c.x, c.y, c.heading) for c in arena.cars]
+    boxes = blockers(arena)
+    rng = random.Random(f"stigmesh-hide/{hide.seed}/{seed}")
+    for _ in range(20000):
+        x, y = round(rng.uniform(x0, x1), 3), round(rng.uniform(y0, y1), 3)
+        if any(_near_box(x, y, o, half + hide.clearance) for o in arena.obstacles):
+            continue
+        if any(math.hypot(x - c.x, y - c.y) < hide.from_cars for c in arena.cars):
+            continue
+        if any(bool(sees(arena, cam, [x], [y], boxes=boxes)[0]) for cam in cameras):
+            continue
+        return x, y
+    raise ScenarioError(arena.source, hide.line, "no place in target.hide_in is hidden from "
+                        "every camera and clear of the obstacles")
+
+
+def _near_box(x: float, y: float, o: Obstacle, margin: float) -> bool:
+    c, n = math.cos(-o.yaw), math.sin(-o.yaw)
+    dx, dy = x - o.x, y - o.y
+    lx, ly = c * dx - n * dy, n * dx + c * dy
+    return abs(lx) < o.size_x / 2 + margin and abs(ly) < o.size_y / 2 + margin
+
+
+def hidden(scenario: Scenario) -> Scenario:
+    """The scenario's arena with its target standing still at the seed's hiding place."""
+    hide, arena = scenario.hide, scenario.arena
+    assert hide is not None and arena.target is not None
+    x, y = hidden_place(arena, hide, scenario.seed)
+    motion = Waypoints(((x, y), (x, y)), 0.0, False)
+    target = TargetSpec(arena.target.tag_id, arena.target.size, arena.target.height, motion)
+    return replace(scenario, arena=replace(arena, target=target))
+
+
+def arena_text(scenario: Scenario) -> str | None:
+    """The arena file a hidden target's run is played in (the arena's own file with its
+    ``[target.motion]`` replaced by the place), or None when the arena's own file is it."""
+    place = scenario.target_place
+    if place is None:
+        return None
+    line = scenario.hide.line if scenario.hide is not None else 0
+    lines = Path(scenario.arena_file).read_text(encoding="utf-8").splitlines()
+    head = [i for i, text in enumerate(lines) if text.split("#")[0].strip() == "[target.motion]"]
+    if len(head) != 1:
+        raise ScenarioError(scenario.source, line, f"a hidden target needs its arena "
+                            f"({scenario.arena_file}) to give [target.motion] as a table")
+    start = head[0]
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")),
+               len(lines))
+    x, y = place
+    motion = ["[target.motion]  # the scenario's hiding place (tools/SCENARIO.md)",
+              'kind = "waypoints"', f"points = [[{x!r}, {y!r}], [{x!r}, {y!r}]]",
+              "speed = 0.0", "loop = false", ""]
+    return "\n".join([*lines[:start], *motion, *lines[end:]]) + "\n"
+
+
+def materialise(scenario: Scenario, run_dir: Path) -> Scenario:
+    """The scenario as a run directory holds it: a hidden target's arena written to
+    ``RUN_DIR/arena.toml`` (the world process and the replay read that file)."""
+    text = arena_text(scenario)
+    if text is None:
+        return scenario
+    path = run_dir / "arena.toml"
+    path.write_text(text, encoding="utf-8")
+    return replace(scenario, arena=replace(scenario.arena, source=str(path)))
+
+
+def check_arena_text(scenario: Scenario) -> None:
+    """The hidden target's arena file reads back to the same target (ScenarioError if not)."""
+    text = arena_text(scenario)
+    if text is None:
+        return
+    line = scenario.hide.line if scenario.hide is not None else 0
+    try:
+        again = parse_arena(text, scenario.arena_file, Path(scenario.arena_file).parent)
+    except FileError as exc:
+        raise ScenarioError(scenario.source, line, f"the hidden target's arena: {exc}") from None
+    if again.target != scenario.arena.target:
+        raise ScenarioError(scenario.source, line, "the hidden target's arena does not read "
+                            "back to the same target")
+
+
+# ---------------------------------------------------------------- liars and their oracle
+
+
+def liar_of(scenario: Scenario) -> tuple[str, float] | None:
+    """The scenario's liar and its onset: the first Byzantine action (one named agent)."""
+    for a in scenario.schedule:
+        if a.kind is ActionKind.BYZANTINE and len(a.agents) == 1 and a.agents[0] != EVERY_AGENT:
+            return a.agents[0], a.at
+    return None
+
+
+def oracle(scenario: Scenario) -> Scenario:
+    """The oracle baseline of a liar's scenario: instead of lying, each Byzantine agent is
+    cut off by a partition at the same time (for the same duration), so the others drop
+    its datagrams from its onset on; everything else the same."""
+    actions = []
+    for a in scenario.schedule:
+        if a.kind is not ActionKind.BYZANTINE:
+            actions.append(a)
+            continue
+        if EVERY_AGENT in a.agents:
+            raise ScenarioError(scenario.source, a.line, 'an oracle cuts off named liars, not "*"')
+        others = tuple(n for n in scenario.names if n not in a.agents)
+        actions.append(replace(a, kind=ActionKind.PARTITION, agents=(), byzantine=None,
+                               partition=(tuple(a.agents), others)))
+    out = replace(scenario, name=f"{scenario.name[:25]}-oracle", schedule=tuple(actions))
+    timeline(out)
+    return out
+
+
+# ---------------------------------------------------------------- the suite
+
+
+SCENE_KINDS = ("fault_free", "loss", "partition", "liar_among", "liar_only", "search")
+
+
+@dataclass(frozen=True)
+class Scene:
+    """One scene of the suite: a scenario file, what it tests and how the evidence runs it.
+
+    ``kind`` says which targets apply (fault_free: accuracy and hold; loss: against
+    ``reference``, the loss-free scene of the same seeds; liar_among and liar_only: the
+    liar's; search: the hidden target's); ``seeds``: seeds 1..seeds; ``naive``: also run
+    with naive fusion; ``speed``: the speed-at-detection target applies; ``real``: one
+    real-process run checks the lockstep runs."""
+
+    name: str
+    file: Path
+    kind: str
+    tests: str
+    seeds: int
+    naive: bool = False
+    speed: bool = False
+    reference: str | None = None
+    real: bool = True
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Suite:
+    source: str
+    seeds: int
+    scenes: tuple[Scene, ...]
+
+    def scene(self, name: str) -> Scene:
+        for s in self.scenes:
+            if s.name == name:
+                return s
+        raise KeyError(f"no scene {name!r} in the suite")

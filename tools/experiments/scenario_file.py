@@ -4,6 +4,7 @@
 reader (:class:`protocol.tomlfile.Table`); every problem is a
 :class:`~protocol.tomlfile.FileError` naming the file, the line and the reason,
 including an action on an agent that the schedule has stopped (:func:`timeline`).
+:func:`load_suite` reads the suite of scenes the evidence runs (``scenarios/suite.toml``).
 """
 
 from __future__ import annotations
@@ -22,18 +23,27 @@ from tools.experiments.scenario import (
     EVERY_AGENT,
     FUSIONS,
     MAX_DURATION,
+    SCENE_KINDS,
     Action,
     ActionKind,
     AgentSetup,
+    Hide,
     Scenario,
     ScenarioError,
+    Scene,
+    Suite,
     WorldAction,
+    check_arena_text,
     check_seed,
+    hidden,
+    liar_of,
     timeline,
 )
 from worlds.arena import ARENA_DIR, Arena, ArenaError, load_arena
 
-TOP_KEYS = ("name", "arena", "duration", "seed", "fusion", "use_reputation", "agents", "schedule")
+TOP_KEYS = ("name", "arena", "duration", "seed", "fusion", "use_reputation", "agents", "schedule",
+            "target")
+TARGET_KEYS = ("hide_in", "hide_seed")
 AGENT_KEYS = ("name", "fusion", "use_reputation", "set")
 ACTIONS = ("faults", "byzantine", "clear", "kill", "restart", "world", "partition")
 WORLD_FAULTS = {"drop_link": "duration", "reboot": "down", "freeze_camera": "duration"}
@@ -296,10 +306,33 @@ def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None 
     agents = _agents(top, arena, fusion, reputation)
     names = [a.name for a in agents]
     schedule = tuple(_action(entry, duration, names, arena) for entry in top.tables("schedule"))
-    scenario = Scenario(name, source, text, arena, ref, duration, seed, agents, schedule)
+    hide = _hide(top.table("target"), arena)
+    scenario = Scenario(name, source, text, arena, ref, duration, seed, agents, schedule, hide,
+                        str(path))
     _check_config(scenario)
     timeline(scenario)
+    if hide is not None:
+        scenario = hidden(scenario)
+        check_arena_text(scenario)
     return scenario
+
+
+def _hide(t: Table | None, arena: Arena) -> Hide | None:
+    """``[target] hide_in = [xmin, ymin, xmax, ymax]``, ``hide_seed = N``: the target
+    stands still at a place drawn from the run's seed."""
+    if t is None:
+        return None
+    t.only(TARGET_KEYS)
+    x0, y0, x1, y1 = t.vector("hide_in", 4)
+    if not (x0 < x1 and y0 < y1):
+        raise t.fail("hide_in", "must be [xmin, ymin, xmax, ymax] with min < max")
+    if x1 <= 0 or y1 <= 0 or x0 >= arena.room.size_x or y0 >= arena.room.size_y:
+        raise t.fail("hide_in", f"does not meet the room ({arena.room.size_x:g} m x "
+                     f"{arena.room.size_y:g} m)")
+    hide = Hide((x0, y0, x1, y1), t.integer("hide_seed", 0, 0, 2**32 - 1),
+                line=t.source.line((*t.path, "hide_in")))
+    t.done()
+    return hide
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -321,3 +354,67 @@ def find_scenario(ref: str) -> Path:
     if path.is_file() or "/" in ref or ref.endswith(".toml"):
         return path
     return SCENARIO_DIR / f"{ref}.toml"
+
+
+# ---------------------------------------------------------------- the suite
+
+
+SUITE_FILE = SCENARIO_DIR / "suite.toml"
+SUITE_KEYS = ("seeds", "scene")
+SCENE_KEYS = ("name", "file", "kind", "tests", "seeds", "naive", "speed", "reference", "real")
+
+
+def parse_suite(text: str, source: str = "<suite>", base_dir: Path | None = None) -> Suite:
+    """Validate a suite: every scene's scenario file loads, names are unique, each kind
+    has what its targets need (a liar for liar_*, a hidden target for search, a
+    fault-free reference for loss)."""
+    base = base_dir if base_dir is not None else Path(source).parent
+    top = parse(text, source, base)
+    top.only(SUITE_KEYS)
+    seeds = top.integer("seeds", 10, 1, 1000)
+    scenes: list[Scene] = []
+    for t in top.tables("scene"):
+        t.only(SCENE_KEYS)
+        name = t.string("name")
+        if not _NAME.match(name):
+            raise t.fail("name", "letters, digits, '.', '_' and '-' only, at most 32")
+        if any(s.name == name for s in scenes):
+            raise t.fail("name", f"scene {name!r} is named twice")
+        kind = t.string("kind")
+        if kind not in SCENE_KINDS:
+            raise t.fail("kind", f"{kind!r} is not one of {', '.join(SCENE_KINDS)}")
+        file = base / t.string("file")
+        try:
+            scenario = load_scenario(file)
+        except ScenarioError as exc:
+            raise t.fail("file", str(exc)) from None
+        if kind in ("liar_among", "liar_only") and liar_of(scenario) is None:
+            raise t.fail("kind", f"a {kind} scene needs a Byzantine action on one named agent")
+        if kind == "search" and scenario.hide is None:
+            raise t.fail("kind", "a search scene needs a hidden target ([target] hide_in)")
+        reference = t.string("reference", "") or None
+        if kind == "loss":
+            ref = next((s for s in scenes if s.name == reference), None)
+            if ref is None or ref.kind != "fault_free":
+                raise t.fail("reference", "a loss scene names a fault_free scene listed "
+                             "before it (its loss-free run)")
+        elif reference is not None:
+            raise t.fail("reference", "only a loss scene has a reference")
+        scenes.append(Scene(name, file, kind, t.string("tests"), t.integer("seeds", seeds, 1, 1000),
+                            t.boolean("naive", False), t.boolean("speed", False), reference,
+                            t.boolean("real", True), t.line))
+        t.done()
+    top.done()
+    if not scenes:
+        raise top.fail("scene", "a suite needs at least one [[scene]]")
+    return Suite(source, seeds, tuple(scenes))
+
+
+def load_suite(path: str | Path = SUITE_FILE) -> Suite:
+    """Read and validate a suite file; raises :class:`ScenarioError`."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(str(p), 0, f"cannot read: {exc}") from None
+    return parse_suite(text, str(p), p.parent)

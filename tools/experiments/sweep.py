@@ -1,11 +1,14 @@
 """A sweep: a scenario in lockstep over a grid of link faults × seeds × fusion rules.
 
 ``stigmesh sweep`` (:mod:`tools.commands.sweep`) runs the scenario in lockstep
-for every point of the grid (each ``--over`` axis × seeds × fusion rules) in
-parallel on the machine's cores, measures each run with ``tools.replay`` and
-writes ONE table: per cell, mean ± std over the seeds of the median track error
-after 20 s, NEES consistency, time to first detection, the overlap of what the
-robots' cameras covered, and bytes per second per agent.
+for every point of the grid (each ``--over`` axis × seeds × fusion rules) on a
+Dask cluster (:mod:`tools.experiments.cluster`: a local one on the machine's cores
+by default, ``--scheduler ADDR`` for a real one), measures each run with
+``tools.replay`` and writes ONE table: per cell, mean ± std over the seeds of the
+track error while held after 20 s (median, p95), the fraction of time a track is
+held, NEES consistency (each agent's own model), speed at detection, time to first
+detection, the footprint redundancy of what the robots' cameras covered, and bytes
+per second per agent.
 
 Axes (each sets every agent's *inbound* link faults from t = 0; a scenario step
 that later sets an agent's inbound faults replaces them):
@@ -50,10 +53,14 @@ AXES = ("loss", "delay", "burst")
 
 COLUMNS = (
     ("err_after_20_m", "err p50 after 20 s (m)", "{:.3f}"),
+    ("err_p95", "err p95 after 20 s (m)", "{:.3f}"),
+    ("held", "track held", "{:.2f}"),
     ("nees4_inside", "NEES4 in 95 % bounds", "{:.2f}"),
+    ("nees4_mean", "mean NEES4", "{:.2f}"),
     ("nees2_inside", "NEES2 in 95 % bounds", "{:.2f}"),
+    ("speed_within_10", "speed within 10 %", "{:.2f}"),
     ("first_detection_s", "1st detection (s)", "{:.1f}"),
-    ("footprint_overlap", "footprint overlap", "{:.2f}"),
+    ("redundancy", "footprint redundancy", "{:.2f}"),
     ("kbytes_per_s", "sent (KB/s/agent)", "{:.2f}"),
 )
 
@@ -145,25 +152,30 @@ def build(trial: Trial) -> Scenario:
     return scenario
 
 
-def run_trial(trial: Trial) -> dict[str, Any]:
-    """Run one trial in lockstep and measure it; never raises (an error is a result)."""
+def run_trial(trial: Trial, scenario: Scenario | None = None) -> dict[str, Any]:
+    """Run one trial in lockstep and measure it; never raises (an error is a result).
+    ``scenario``: the trial already built (:func:`build`), as a cluster's task ships it."""
     from tools.experiments.lockstep import run_scenario
+    from tools.experiments.scenario import materialise
 
     began = time.perf_counter()
     out: dict[str, Any] = {"label": trial.label, "seed": trial.seed, "fusion": trial.fusion,
                            "point": dict(trial.point)}
     try:
-        scenario = build(trial)
+        scenario = build(trial) if scenario is None else scenario
+        configs = {n: scenario.agent_config(n) for n in scenario.names}  # each agent's own
+        if scenario.target_place is not None:
+            out["place"] = list(scenario.target_place)
         if trial.keep is not None:
             run_dir = Path(trial.keep) / trial.label
             run_dir.mkdir(parents=True, exist_ok=True)
-            run_scenario(scenario, run_dir)
-            out["metrics"] = trial_metrics(run_dir, scenario.arena)
+            run_scenario(materialise(scenario, run_dir), run_dir)
+            out["metrics"] = trial_metrics(run_dir, scenario.arena, configs=configs)
             out["run_dir"] = str(run_dir)
         else:
             with tempfile.TemporaryDirectory(prefix="stigmesh-sweep-") as tmp:
                 run_scenario(scenario, Path(tmp))
-                out["metrics"] = trial_metrics(Path(tmp), scenario.arena)
+                out["metrics"] = trial_metrics(Path(tmp), scenario.arena, configs=configs)
     except Exception:
         out["error"] = traceback.format_exc(limit=8)
     out["seconds"] = time.perf_counter() - began
@@ -188,8 +200,9 @@ def aggregate(results: Sequence[Mapping[str, Any]], axes: Sequence[Axis],
             ok = [r["metrics"] for r in mine if "metrics" in r]
             row: dict[str, Any] = {"point": point, "fusion": fusion or "as file",
                                    "trials": len(mine), "failed": len(mine) - len(ok)}
-            for key in (*(c[0] for c in COLUMNS), "footprint_union", "belief_overlap",
-                        "unc_after_20", "nees4_mean", "detections_per_s"):
+            for key in (*(c[0] for c in COLUMNS), "footprint_union", "footprint_overlap",
+                        "belief_overlap", "unc_after_20", "detections_per_s",
+                        "search_redundancy", "err_max", "outside"):
                 vals = [float(m[key]) for m in ok if m.get(key) is not None]
                 mean, std = mean_std(vals)
                 row[key] = {"mean": mean, "std": std, "n": len(vals)}
@@ -220,7 +233,8 @@ def markdown(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis]) -> str:
 def to_csv(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    keys = [c[0] for c in COLUMNS] + ["footprint_union", "belief_overlap"]
+    keys = [c[0] for c in COLUMNS] + ["footprint_union", "footprint_overlap", "belief_overlap",
+                                      "search_redundancy"]
     w.writerow([a.name for a in axes] + ["fusion", "trials", "failed"]
                + [f"{k}_{s}" for k in keys for s in ("mean", "std", "n")])
     for row in rows:
@@ -230,26 +244,36 @@ def to_csv(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axis]) -> str:
     return buf.getvalue()
 
 
-def run_trials(trials: Sequence[Trial], jobs: int, quiet: bool = False) -> list[dict[str, Any]]:
-    """Every trial, ``jobs`` at a time in worker processes; results in the trials' order."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+def _task(item: tuple[Trial, Scenario]) -> dict[str, Any]:
+    return run_trial(*item)
+
+
+def _lost(item: tuple[Trial, Scenario], exc: BaseException) -> dict[str, Any]:
+    trial = item[0]
+    return {"label": trial.label, "seed": trial.seed, "fusion": trial.fusion,
+            "point": dict(trial.point), "error": f"the worker was lost: {exc!r}", "seconds": 0.0}
+
+
+def run_trials(trials: Sequence[Trial], jobs: int, quiet: bool = False,
+               scheduler: str | None = None) -> list[dict[str, Any]]:
+    """Every trial, on a Dask cluster (``jobs`` local worker processes, or the cluster of
+    ``scheduler``); results in the trials' order. ``jobs`` = 1 without a scheduler runs
+    them one after the other in this process."""
+    from tools.experiments.cluster import Cluster
 
     began = time.perf_counter()
     results: dict[int, dict[str, Any]] = {}
     tty = sys.stdout.isatty()
-    if jobs <= 1:
+    if jobs <= 1 and scheduler is None:
         for i, trial in enumerate(trials):
             results[i] = run_trial(trial)
             _report(results[i], i + 1, len(trials), began, tty=tty, quiet=quiet)
         return [results[i] for i in range(len(trials))]
-    context = multiprocessing.get_context("spawn")  # fresh interpreters: no shared PyBullet
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {pool.submit(run_trial, t): i for i, t in enumerate(trials)}
-        for n, future in enumerate(as_completed(futures), start=1):
-            i = futures[future]
-            results[i] = future.result()
-            _report(results[i], n, len(trials), began, tty=tty, quiet=quiet)
+    items = [(t, build(t)) for t in trials]  # built here: workers need the code, not the files
+    with Cluster(scheduler, jobs) as cluster:
+        for n, (i, result) in enumerate(cluster.map(_task, items, _lost), start=1):
+            results[i] = result
+            _report(result, n, len(trials), began, tty=tty, quiet=quiet)
     return [results[i] for i in range(len(trials))]
 
 

@@ -1,29 +1,34 @@
-"""The evidence: the phase's claims measured, ``python -m tools.experiments.evidence [--quick]``.
+"""The evidence: issue 13's targets measured on the scenario suite,
+``python -m tools.experiments.evidence [--quick] [--scheduler ADDR] [--fresh]``.
 
-Runs the experiments of docs/evidence.md in lockstep (parallel on the cores)
-and, for the agreement between the modes, as real processes; measures every
-run with ``tools.replay`` (and the cameras' footprints from the truth); writes
-``docs/evidence.md``, ``docs/evidence.json`` and the figures under
-``docs/evidence/``. Every lockstep run is deterministic: the command named in
-each row reproduces its numbers bit for bit. Numbers are reported as measured,
-misses included; nothing here is tuned to pass.
+Runs every scene of ``scenarios/suite.toml`` in lockstep over its seeds and variants on
+a Dask cluster (local by default, ``--scheduler ADDR`` for a real one), each scene once
+as real processes; measures every run with ``tools.replay`` (each agent with its own
+settings; the cameras' footprints and the target's visibility from the truth); writes
+``docs/evidence.md``, ``docs/evidence.json``, the figures under ``docs/evidence/`` and the
+README's evidence table (between its markers: every target on its worst scene). Numbers
+are reported as measured, misses included; nothing here is tuned to pass.
 
-1. Fusion improves accuracy: fusion "none" (no sharing) against "ci".
-2. CI is consistent (NEES inside its 95 % bounds), naive fusion is overconfident.
-3. Stigmergy and coverage: a target hidden at the start; sharing against not.
-4. Graceful degradation: error against inbound loss; re-convergence after a partition.
-5. A Byzantine peer, with and without reputation.
-6. The seed's own figures on its own setup.
-7. Lockstep against real processes on the default scenario.
+One command regenerates everything; a run whose inputs and imported source files are
+unchanged is taken from ``runs/evidence-cache/`` (:mod:`.jobs`), so after a change to the
+report only the report is redrawn, and after a change to the agent every run is redone.
 
-The package: :mod:`.plan` says which runs (jobs) there are, :mod:`.jobs` runs
-and measures them, :mod:`.stats`, :mod:`.figures` and :mod:`.report` are the
-tables' statistics, the plots and the markdown; each experiment is a module
-(:mod:`.fusion`, :mod:`.consistency`, :mod:`.coverage`, :mod:`.degradation`,
-:mod:`.byzantine`, :mod:`.seed`, :mod:`.modes`) with ``section(results)``,
-registered in :data:`.main.EXPERIMENTS`.
+1. The targets, each met or missed, on its worst scene.
+2. The suite: every scene and every metric on it.
+3. Accuracy: error while held, holding a track, estimates outside the room, speed.
+4. Consistency: NEES with each agent's own model; CI against naive fusion.
+5. Liars: among several observers against the oracle; the only observer.
+6. Search for a hidden target, sharing against not.
+7. Network faults: burst loss, a partition.
+8. Real processes against lockstep.
 
-``--quick`` runs fewer seeds, shorter runs and one short real run (a smoke test
-of the whole pipeline in a couple of minutes; its numbers are not the evidence)
-and writes to ``runs/evidence-quick/`` unless ``--out`` says otherwise.
+The package: :mod:`.plan` says which runs (jobs) there are, :mod:`.jobs` runs, measures
+and caches them, :mod:`.stats`, :mod:`.figures` and :mod:`.report` are the tables'
+statistics, the plots and the markdown; each experiment is a module (:mod:`.targets`,
+:mod:`.scenes`, :mod:`.accuracy`, :mod:`.consistency`, :mod:`.liars`, :mod:`.search`,
+:mod:`.faults`, :mod:`.modes`) with ``section(results)``, registered in
+:data:`.main.EXPERIMENTS`.
+
+``--quick`` runs 2 seeds per scene (4 hiding places) and no real runs, into
+``runs/evidence-quick/``: a smoke test of the whole pipeline, not the evidence.
 """

@@ -1,86 +1,109 @@
-"""The evidence's command: run the jobs (or reuse the last run's), then every experiment's
-section, in the order of :data:`EXPERIMENTS`, into the report."""
+"""The evidence's command: run the suite's jobs (or take them from the cache), the real runs,
+then every experiment's section, in the order of :data:`EXPERIMENTS`, into the report and the
+README's evidence table."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import tools.experiments.evidence as package
 from tools.experiments.evidence import (
-    byzantine,
+    accuracy,
     consistency,
-    coverage,
-    degradation,
-    fusion,
+    faults,
+    liars,
     modes,
-    seed,
+    scenes,
+    search,
+    targets,
 )
-from tools.experiments.evidence.jobs import run_jobs, run_real_default
-from tools.experiments.evidence.plan import FULL, QUICK, ROOT, Results, jobs_for
-from tools.experiments.evidence.report import write
+from tools.experiments.evidence.jobs import Cache, run_jobs, run_reals
+from tools.experiments.evidence.plan import FULL, QUICK, ROOT, Results, jobs_for, real_jobs
+from tools.experiments.evidence.report import write, write_readme_table
 
 # Every experiment, in the report's order: a module with ``section(results) -> Section | None``.
-EXPERIMENTS = (fusion, consistency, coverage, degradation, byzantine, seed, modes)
+EXPERIMENTS = (targets, scenes, accuracy, consistency, liars, search, faults, modes)
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from tools.experiments.cluster import ClusterError
+    from tools.experiments.scenario import ScenarioError
+    from tools.experiments.scenario_file import SUITE_FILE, load_suite
+
     parser = argparse.ArgumentParser(prog="python -m tools.experiments.evidence",
                                      description=package.__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a couple of minutes, not evidence")
+    parser.add_argument("--quick", action="store_true",
+                        help="2 seeds (4 places), no real runs: a smoke test, not evidence")
+    parser.add_argument("--suite", type=Path, default=SUITE_FILE, help="the suite file")
     parser.add_argument("--out", type=Path, default=None,
                         help="where evidence.md and the figures go (default docs/, or "
                         "runs/evidence-quick/ with --quick)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                        help="lockstep runs at once (default: the cores)")
-    parser.add_argument("--no-real", action="store_true",
-                        help="skip the real-process runs of experiment 7")
-    parser.add_argument("--keep-runs", type=Path, default=None,
-                        help="keep every lockstep run directory under this one")
-    parser.add_argument("--reuse", action="store_true",
-                        help="write the report from the last run's measurements (runs/evidence"
-                        "[-quick].pickle) instead of running again")
+                        help="worker processes of the local Dask cluster (default: the cores; "
+                        "1: in this process)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDR",
+                        help="run the lockstep jobs on the Dask cluster of this scheduler")
+    parser.add_argument("--no-real", action="store_true", help="skip the real-process runs")
+    parser.add_argument("--fresh", action="store_true",
+                        help="ignore the cache (runs/evidence-cache/): run every job again")
+    parser.add_argument("--no-readme", action="store_true",
+                        help="leave the README's evidence table alone")
     args = parser.parse_args(argv)
+    began = time.perf_counter()
+    try:
+        suite = load_suite(args.suite)
+    except ScenarioError as exc:
+        print(f"evidence: {exc}", flush=True)
+        return 2
     plan = QUICK if args.quick else FULL
     out: Path = args.out or (ROOT / "runs" / "evidence-quick" if args.quick else ROOT / "docs")
     figdir = out / "evidence"
     figdir.mkdir(parents=True, exist_ok=True)
-    began = time.perf_counter()
-    jobs = jobs_for(plan)
-    print(f"evidence: {len(jobs)} lockstep runs on {args.jobs} worker(s)"
-          + ("" if args.no_real else f", then {plan.real_runs} real run(s)"), flush=True)
-    keep = str(args.keep_runs) if args.keep_runs is not None else None
-    cache = ROOT / "runs" / ("evidence-quick.pickle" if args.quick else "evidence.pickle")
-    if args.reuse:
-        with cache.open("rb") as f:
-            saved = pickle.load(f)  # our own file, written below by this tool
-        res, real = saved[0], saved[1]
-        measured = (saved[2] if len(saved) > 2 else "measured by an earlier run") + \
-            f"; report redrawn {time.strftime('%Y-%m-%d %H:%M')}"
-    else:
-        res = run_jobs(jobs, args.jobs, keep)
-        real = []
-        if not args.no_real:
-            work = ROOT / "runs" / ("evidence-quick-real" if args.quick else "evidence-real")
-            for k in range(1, plan.real_runs + 1):
-                print(f"evidence: real run {k}/{plan.real_runs} (seed {k})", flush=True)
-                real.append(run_real_default(k, plan.real_duration or plan.duration, work))
-        measured = (f"measured in {(time.perf_counter() - began) / 60:.1f} min on "
-                    f"{os.cpu_count()} cores ({time.strftime('%Y-%m-%d %H:%M')})")
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        with cache.open("wb") as f:
-            pickle.dump((res, real, measured), f)
-    results = Results(res, real, plan, figdir)
+    cache = None if args.fresh else Cache(ROOT / "runs" / "evidence-cache")
+    jobs = jobs_for(suite, plan)
+    _say(f"evidence: {len(suite.scenes)} scenes, {len(jobs)} lockstep runs")
+    try:
+        res = run_jobs(jobs, scheduler=args.scheduler, workers=args.jobs, cache=cache, say=_say)
+    except ClusterError as exc:
+        print(f"evidence: {exc}", flush=True)
+        return 2
+    lock_s = time.perf_counter() - began
+    real = {} if args.no_real else run_reals(real_jobs(suite, plan), ROOT / "runs" /
+                                             "evidence-real", cache, _say)
+    computed = sum(r["seconds"] for r in res.values())
+    measured = (f"{len(res)} lockstep runs ({computed / 60:.0f} min of compute; this "
+                f"regeneration {lock_s / 60:.1f} min for them, the rest from the cache) and "
+                f"{len(real)} real-process runs, on {os.cpu_count()} cores "
+                f"({time.strftime('%Y-%m-%d %H:%M')})")
+    results = Results(res, real, suite, plan, figdir)
     sections = [s for s in (e.section(results) for e in EXPERIMENTS) if s is not None]
-    failed = [k for k, r in res.items() if "error" in r]
-    extra = {"failed_runs": failed, "seconds": {k: r["seconds"] for k, r in res.items()},
-             "real": [{k: v for k, v in r.items() if k != "series"} for r in real]}
-    md = write(sections, out, plan, quick=args.quick, measured=measured, extra=extra)
-    print(f"evidence: wrote {md} ({len(failed)} failed run(s)) in "
-          f"{(time.perf_counter() - began) / 60:.1f} min", flush=True)
-    return 1 if failed else 0
+    failed = sorted(k for k, r in res.items() if "error" in r)
+    failed_real = sorted(k for k, r in real.items() if "error" in r)
+    extra = {"failed_runs": failed, "failed_real_runs": failed_real,
+             "seconds": {k: r["seconds"] for k, r in res.items()},
+             "real": {k: {key: v for key, v in r.items() if key not in ("series", "deps")}
+                      for k, r in real.items()}}
+    md = write(sections, out, quick=args.quick, measured=measured, extra=extra)
+    if not args.quick and not args.no_readme and args.out is None:
+        met = sum(1 for t in targets.evaluate(results) if t.met)
+        total = len(targets.evaluate(results))
+        intro = (f"[docs/evidence.md](docs/evidence.md), written by `python -m "
+                 f"tools.experiments.evidence` from the scenario suite (`scenarios/suite.toml`: "
+                 f"{len(suite.scenes)} scenes, lockstep, {suite.seeds} seeds each, 30 hiding "
+                 f"places for the search; one real-process run of each). {met} of {total} "
+                 "targets met. Each target is shown on its **worst** scene; the page gives "
+                 "every scene and a figure per target.")
+        if not write_readme_table(ROOT / "README.md", targets.readme_table(results), intro):
+            _say("evidence: README.md has no evidence-table markers; its table is unchanged")
+    _say(f"evidence: wrote {md} ({len(failed)} failed lockstep run(s), {len(failed_real)} "
+         f"failed real run(s)) in {(time.perf_counter() - began) / 60:.1f} min")
+    return 1 if failed or failed_real else 0

@@ -1,56 +1,62 @@
-"""Experiment 7. Lockstep against real processes on the default scenario."""
+"""Experiment 8. Real processes against lockstep: one real run of each scene."""
 
 from __future__ import annotations
 
 from tools.experiments.evidence.figures import pyplot, save
 from tools.experiments.evidence.plan import Results
 from tools.experiments.evidence.report import Section
-from tools.experiments.evidence.stats import fp, ms, unpaired_p, vals
+from tools.experiments.evidence.stats import fmt
+from tools.experiments.evidence.targets import real_agreement
+
+MEASURES = (("err_p50", "error p50 after 20 s (m)", "{:.3f}"), ("held", "held", "{:.3f}"),
+            ("nees4_inside", "NEES4 inside", "{:.3f}"), ("kbytes_per_s", "KB/s", "{:.2f}"))
 
 
 def section(results: Results) -> Section | None:
-    """Lockstep against real processes on the default scenario."""
-    res, real, seeds, figdir = results.lockstep, results.real, results.seeds, results.figdir
-    if not results.real:
+    """Real processes against lockstep."""
+    scenes = [sc for sc in results.suite.scenes if sc.real]
+    if not results.real or not scenes:
         return None
-    s = Section("7. Lockstep against real processes")
-    lock = [res[f"default-ci-{k}"] for k in seeds[: len(real)]]
-    keys = [("err_after_20_m", "median track error after 20 s (m)", "{:.3f}"),
-            ("kbytes_per_s", "sent per agent (KB/s)", "{:.2f}"),
-            ("detections_per_s", "detections per agent per second", "{:.2f}"),
-            ("nees2_inside", "NEES2 inside 95 % bounds", "{:.3f}"),
-            ("first_detection_s", "first detection (s)", "{:.2f}")]
+    s = Section("8. Real processes against lockstep")
     s.text += [
-        f"The default scenario, {len(real)} seeds each: in lockstep (one process, virtual "
-        "time) and as real processes (the world and two agents, mDNS discovery, UDP on "
-        "loopback, real time). The real runs' clock starts when the agents are launched, so "
-        "their first second goes to process start-up. p: two-sided Mann–Whitney U.",
+        "Each scene once as real processes (the world and every agent as its own process, "
+        "mDNS discovery, UDP on loopback, real time; seed 1; `stigmesh run "
+        "scenarios/FILE.toml --seed 1`) against its lockstep seeds. A measure agrees when the "
+        "real run's value lies within the lockstep seeds' range widened by 25 % of its ends; "
+        "a scene agrees when all four do. Shown: real (lockstep min–max).",
         "",
-        "| measure | lockstep | real processes | p |",
-        "|---|---|---|---|",
+        "| scene | " + " | ".join(m[1] for m in MEASURES) + " | agrees |",
+        "|---|" + "---|" * len(MEASURES) + "---|",
     ]
     data = {}
-    for key, title, f in keys:
-        a = vals(lock, key)
-        b = [r["metrics"].get(key) if "metrics" in r else None for r in real]
-        data[key] = {"lockstep": a, "real": b}
-        s.text.append(f"| {title} | {ms(a, f)} | {ms(b, f)} | {fp(unpaired_p(a, b))} |")
-    s.text += ["", "Commands: `stigmesh run --lockstep scenarios/default.toml --seed N` and "
-               f"`stigmesh run scenarios/default.toml --seed N`, N = {seeds[0]}.."
-               f"{seeds[len(real) - 1]}."]
-    failed = [r for r in real if "error" in r]
-    if failed:
-        s.text.append(f"{len(failed)} real run(s) failed: " + "; ".join(
-            r["error"].splitlines()[-1] for r in failed))
-    s.data = data
+    for sc in scenes:
+        a = real_agreement(results, sc.name)
+        data[sc.name] = a
+        if not a["measures"]:
+            s.text.append(f"| {sc.name} | " + " | ".join("–" for _ in MEASURES)
+                          + f" | no: {str(a.get('why', '')).splitlines()[-1][:80]} |")
+            continue
+        cells = []
+        for key, _, f in MEASURES:
+            v, lo, hi, inside = a["measures"][key]
+            mark = "" if inside else " **out**"
+            cells.append(f"{fmt(v, f)} ({fmt(lo, f)}–{fmt(hi, f)}){mark}")
+        s.text.append(f"| {sc.name} | " + " | ".join(cells)
+                      + f" | {'yes' if a['agrees'] else '**no**'} |")
     plt = pyplot()
-    fig, ax = plt.subplots(1, 3, figsize=(10, 3.2))
-    for a, (key, title, _) in zip(ax, keys[:3], strict=True):
-        for i, label in enumerate(("lockstep", "real")):
-            v = [x for x in data[key][label] if x is not None]
-            a.scatter([i] * len(v), v)
-        a.set_xticks([0, 1], ["lockstep", "real"])
+    fig, ax = plt.subplots(1, len(MEASURES), figsize=(12, 3.4))
+    names = [sc.name for sc in scenes]
+    for a, (key, title, _) in zip(ax, MEASURES, strict=True):
+        for i, name in enumerate(names):
+            lock = [r["metrics"].get(key) for r in results.runs(name) if "metrics" in r]
+            lock = [v for v in lock if v is not None]
+            a.scatter([i] * len(lock), lock, s=8, color="0.6")
+            real = results.real.get(name, {}).get("metrics", {}).get(key)
+            if real is not None:
+                a.scatter([i], [real], s=30, marker="x", color="tab:red")
+        a.set_xticks(range(len(names)), names, rotation=70, fontsize=7)
         a.set_title(title, fontsize=9)
-    s.figures.append((save(fig, figdir, "modes.png"),
-                      "Default scenario, per seed: lockstep against real processes."))
+    s.figures.append((save(fig, results.figdir, "modes.png"),
+                      "Per scene: the lockstep seeds (grey) and the real-process run (red x)."))
+    s.data = data
     return s

@@ -1,5 +1,5 @@
-"""What the evidence runs: the plan (seeds, durations, loss levels), one job per lockstep run,
-and the results every experiment reads."""
+"""What the evidence runs: the suite's scenes (``scenarios/suite.toml``), each over its seeds
+and variants, one job per lockstep run; the real-process runs; the results the sections read."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tools.experiments.scenario import Scenario
-from tools.experiments.sweep import Trial, build
+from tools.experiments.scenario import Scenario, Scene, Suite, liar_of, oracle
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -16,97 +15,112 @@ ROOT = Path(__file__).resolve().parents[3]
 SCENARIOS = ROOT / "scenarios"
 
 
-SETTLE = 20.0
+SETTLE = 20.0  # s: "after 20 s" (run time)
 
 
-ACCURATE = 0.5  # m: a track this close to the truth counts as knowing where the target is
-
-
-BYZANTINE_ONSET = 20.0
-
-
-PARTITION = (20.0, 40.0)
+AS_FILE, NAIVE, ORACLE, NONE = "as_file", "naive", "oracle", "none"
+VARIANTS = (AS_FILE, NAIVE, ORACLE, NONE)
 
 
 @dataclass(frozen=True)
 class Plan:
-    seeds: int  # for experiments 1-3
-    few_seeds: int  # for 4, 5 and the real runs of 7
-    duration: float | None  # None: as the scenario files say (60 s)
-    losses: tuple[float, ...]
-    real_runs: int
-    real_duration: float | None
+    """How many seeds (None: the suite's, per scene), a shorter run (None: the files'),
+    and whether the real-process runs happen."""
+
+    quick: bool
+    seeds: int | None
+    search_seeds: int | None
+    duration: float | None
+    real: bool
 
 
-FULL = Plan(10, 5, None, (0.0, 0.25, 0.5, 0.75, 0.9), 5, None)
+FULL = Plan(False, None, None, None, True)
 
 
-QUICK = Plan(2, 1, 40.0, (0.0, 0.5, 0.9), 1, 30.0)
+QUICK = Plan(True, 2, 4, None, False)
 
 
 @dataclass(frozen=True)
 class Job:
-    key: str
-    scenario: str  # file under scenarios/
+    """One lockstep run: a scene's scenario, a variant of it, a seed."""
+
+    scene: str
+    file: str  # the scenario file
+    variant: str  # as_file | naive | oracle | none
     seed: int
-    fusion: str | None = None
-    loss: float = 0.0
     duration: float | None = None
-    search: bool = False  # measure the camera footprints of the search phase
-    liar: str | None = None  # the Byzantine agent, whose fusion by the others is traced
 
     @property
-    def trial(self) -> Trial:
-        point = (("loss", self.loss),) if self.loss else ()
-        return Trial(str(SCENARIOS / self.scenario), self.seed, self.fusion, point)
+    def key(self) -> str:
+        return f"{self.scene}-{self.variant}-{self.seed}"
 
-    def scenario_of(self) -> Scenario:
-        s = build(self.trial)
+    def scenario(self) -> Scenario:
+        from tools.experiments.scenario_file import load_scenario
+
+        s = load_scenario(self.file).with_seed(self.seed)
+        if self.variant == NAIVE:
+            s = s.with_fusion("naive")
+        elif self.variant == NONE:
+            s = s.with_fusion("none")
+        elif self.variant == ORACLE:
+            s = oracle(s)
         return replace(s, duration=self.duration) if self.duration is not None else s
 
 
-def loss_key(loss: float, seed: int) -> str:
-    return f"default-ci-{seed}" if loss == 0 else f"default-loss{loss:g}-{seed}"
+def variants_of(scene: Scene) -> list[str]:
+    out = [AS_FILE]
+    if scene.naive:
+        out.append(NAIVE)
+    if scene.kind in ("liar_among", "liar_only"):
+        out.append(ORACLE)
+    if scene.kind == "search":
+        out.append(NONE)
+    return out
 
 
-def jobs_for(plan: Plan) -> list[Job]:
-    seeds = list(range(1, plan.seeds + 1))
-    few = seeds[: plan.few_seeds]
-    d = plan.duration
-    jobs = []
-    for k in seeds:
-        for fusion in ("ci", "none", "naive"):
-            jobs.append(Job(f"default-{fusion}-{k}", "default.toml", k, fusion, duration=d))
-        for fusion in ("ci", "none"):
-            jobs.append(Job(f"search-{fusion}-{k}", "search.toml", k, fusion, duration=d,
-                            search=True))
-    for k in few:
-        for loss in plan.losses:
-            if loss:
-                jobs.append(Job(loss_key(loss, k), "default.toml", k, "ci", loss, d))
-        for scen in ("partition", "partition_divided"):
-            jobs.append(Job(f"{scen}-{k}", f"{scen}.toml", k))  # the partition needs 60 s
-        for scen in ("three_agents", "byzantine", "byzantine_norep"):
-            jobs.append(Job(f"{scen}-{k}", f"{scen}.toml", k, duration=d, liar="pecan"))
-    return jobs
+def seeds_of(scene: Scene, plan: Plan) -> list[int]:
+    n = scene.seeds
+    if plan.seeds is not None:
+        n = min(n, plan.search_seeds or n) if scene.kind == "search" else min(n, plan.seeds)
+    return list(range(1, n + 1))
+
+
+def jobs_for(suite: Suite, plan: Plan) -> list[Job]:
+    return [Job(scene.name, str(scene.file), variant, seed, plan.duration)
+            for scene in suite.scenes for variant in variants_of(scene)
+            for seed in seeds_of(scene, plan)]
+
+
+def real_jobs(suite: Suite, plan: Plan) -> list[Job]:
+    """One real-process run of each scene (seed 1, as the file says)."""
+    if not plan.real:
+        return []
+    return [Job(s.name, str(s.file), AS_FILE, 1, plan.duration) for s in suite.scenes if s.real]
 
 
 @dataclass(frozen=True)
 class Results:
-    """What the experiments read: every lockstep run's result by key, the real runs, the plan,
-    and where the figures go."""
+    """What the sections read: every lockstep run's result by job key, the real runs by
+    scene, the suite, the plan, and where the figures go."""
 
     lockstep: dict[str, dict[str, Any]]
-    real: list[dict[str, Any]]
+    real: dict[str, dict[str, Any]]
+    suite: Suite
     plan: Plan
     figdir: Path
 
-    @property
-    def seeds(self) -> list[int]:
-        """The seeds of experiments 1-3 and 6."""
-        return list(range(1, self.plan.seeds + 1))
+    def runs(self, scene: str, variant: str = AS_FILE) -> list[dict[str, Any]]:
+        """The scene's runs of ``variant``, by seed (a failed run has ``error``)."""
+        sc = self.suite.scene(scene)
+        return [self.lockstep[f"{scene}-{variant}-{k}"] for k in seeds_of(sc, self.plan)
+                if f"{scene}-{variant}-{k}" in self.lockstep]
 
-    @property
-    def few(self) -> list[int]:
-        """The seeds of experiments 4 and 5."""
-        return self.seeds[: self.plan.few_seeds]
+    def scenes(self, *kinds: str) -> list[Scene]:
+        return [s for s in self.suite.scenes if not kinds or s.kind in kinds]
+
+    def liar(self, scene: str) -> tuple[str, float]:
+        from tools.experiments.scenario_file import load_scenario
+
+        found = liar_of(load_scenario(self.suite.scene(scene).file))
+        assert found is not None
+        return found

@@ -1,4 +1,5 @@
-"""The evidence's report: a section per experiment, written as docs/evidence.md and .json."""
+"""The evidence's report: a section per experiment, written as docs/evidence.md and .json, and
+the README's evidence table (between its markers)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.experiments.evidence.plan import Plan
+README_BEGIN = "<!-- evidence-table: written by python -m tools.experiments.evidence -->"
+README_END = "<!-- /evidence-table -->"
 
 
 @dataclass
@@ -25,32 +27,40 @@ class Section:
         return "\n".join(out)
 
 
-def write(sections: Sequence[Section], out: Path, plan: Plan, *, quick: bool,
-          measured: str, extra: dict[str, Any]) -> Path:
+def write(sections: Sequence[Section], out: Path, *, quick: bool, measured: str,
+          extra: dict[str, Any]) -> Path:
     md = out / "evidence.md"
     head = [
         "# Evidence",
         "",
-        *(["**QUICK RUN** (`--quick`): few seeds and short runs, a smoke test of the "
+        *(["**QUICK RUN** (`--quick`): few seeds, no real-process runs, a smoke test of the "
            "pipeline; these numbers are not the evidence.", ""] if quick else []),
         "Written by `python -m tools.experiments.evidence" + (" --quick" if quick else "")
-        + f"`: {measured}."
-        " Every lockstep run is deterministic: the "
-        "command in each row reproduces its numbers exactly. Errors are against the world's "
-        "ground truth, measured by `tools.replay` from the run logs (tracks predicted to a "
-        "10 Hz time base). \"After 20 s\" is run time. Mean ± std over seeds unless said; "
+        + f"` from the scenario suite (`scenarios/suite.toml`): {measured}. Every lockstep "
+        "run is deterministic: `stigmesh run --lockstep scenarios/FILE.toml --seed N` "
+        "reproduces it exactly. Errors are against the world's ground truth, measured by "
+        "`tools.replay` from the run logs on a 10 Hz time base, and only while the agent "
+        "holds a track (an agent drops its track after its `track_timeout` without news; "
+        "how long it holds one is measured on its own). \"After 20 s\" is run time. "
         "p-values are two-sided (Wilcoxon signed-rank when paired by seed).",
-        "",
-        "A note on what \"track error\" includes: an agent's track is counted wherever it "
-        "holds one, including while it is only predicted after the target was lost; an agent "
-        "drops its track after 6 s without any new measurement (its own or a peer's), and "
-        "then nothing is counted until it has a track again. Those predicted stretches "
-        "dominate the larger errors below.",
         "",
     ]
     text = "\n".join(head) + "\n" + "\n".join(s.md() for s in sections)
     md.write_text(text, encoding="utf-8")
-    data = {"plan": plan.__dict__, "sections": {s.title: s.data for s in sections}, **extra}
+    data = {"sections": {s.title: s.data for s in sections}, **extra}
     (out / "evidence.json").write_text(json.dumps(data, indent=1, default=str) + "\n",
                                        encoding="utf-8")
     return md
+
+
+def write_readme_table(readme: Path, table: str, intro: str) -> bool:
+    """Replace what lies between the README's evidence-table markers with ``intro`` and
+    ``table``; nothing else of the file changes. False when the markers are not there."""
+    text = readme.read_text(encoding="utf-8")
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        return False
+    new = text[: begin + len(README_BEGIN)] + "\n" + intro + "\n\n" + table + text[end:]
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+    return True

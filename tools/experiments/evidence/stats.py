@@ -72,3 +72,54 @@ def recovered_after(
     if last > float(t[-1]) - hold:
         return None
     return max(0.0, last - start)
+
+
+def ok(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs that were measured (not failed)."""
+    return [r for r in results if "metrics" in r and "series" in r]
+
+
+def pooled(results: Iterable[dict[str, Any]], key: str = "err", *, after: float = 0.0,
+           before: float = math.inf, agents: Iterable[str] | None = None) -> np.ndarray:
+    """Every finite value of series ``key`` (err, nees4, nees2) of every agent (or only
+    ``agents``) of every run, at run times in [after, before)."""
+    wanted = set(agents) if agents is not None else None
+    parts = []
+    for r in ok(results):
+        t = np.asarray(r["series"]["t"], dtype=float)
+        window = (t >= after) & (t < before)
+        for name, values in r["series"].get(key, {}).items():
+            if wanted is not None and name not in wanted:
+                continue
+            v = np.asarray(values, dtype=float)[window[: len(values)]]
+            parts.append(v[np.isfinite(v)])
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def percentile(values: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(values, q)) if values.size else None
+
+
+def median(values: Iterable[float | None]) -> float | None:
+    v = [x for x in values if x is not None and math.isfinite(x)]
+    return float(np.median(v)) if v else None
+
+
+def fmt(value: float | None, f: str = "{:.3f}") -> str:
+    return "–" if value is None or not math.isfinite(value) else f.format(value)
+
+
+def recovery(t: np.ndarray, err: np.ndarray, start: float, limit: float,
+             window: int = 10) -> float | None:
+    """Seconds from ``start`` until the error is back under ``limit`` for good: the first
+    time at or after the last moment its rolling median (``window`` samples, held samples
+    only) exceeds ``limit``, at which the agent holds a track whose rolling median is under
+    it. NaN (no track held) neither breaks nor makes a recovery; None: never."""
+    rm = rolling_median(err, window)
+    after = t >= start
+    bad = after & np.isfinite(rm) & (rm > limit)
+    last = int(np.flatnonzero(bad)[-1]) if bad.any() else -1
+    good = after & np.isfinite(err) & np.isfinite(rm) & (rm <= limit)
+    good[: last + 1] = False
+    hit = np.flatnonzero(good)
+    return float(t[hit[0]] - start) if hit.size else None

@@ -15,12 +15,17 @@ Sources, per agent (protocol/RUNLOG.md):
   are written on CLOCK_MONOTONIC, so their times compare directly.
 
 The agent's belief at time t is its newest track known at t (by log time),
-predicted to t with the track filter's own constant-velocity model; that
-gives every agent a value on one common 10 Hz time base, on which errors,
-NEES, agreement and "fraction of time" are computed.
+predicted to t with the agent's own track model (its settings: its log's start
+event, else the scenario's or the arena's); that gives every agent a value on one
+common 10 Hz time base, on which errors, NEES, agreement and "fraction of time" are
+computed. An agent holds a track from the first one it logs until it drops it
+(``track_dropped``); where it holds none its series is NaN, so every error and NEES is
+"while a track is held", and the held fraction is measured on its own.
 
 One module per metric family — :mod:`.truth`, :mod:`.track`, :mod:`.detections`,
-:mod:`.grid`, :mod:`.wire`, :mod:`.latency` — on :mod:`.common`'s time base;
+:mod:`.grid`, :mod:`.wire`, :mod:`.latency`, :mod:`.footprint` (what the cameras could
+see, from the truth and the arena), :mod:`.reputation` (when an agent distrusted a peer)
+— on :mod:`.common`'s time base;
 :mod:`.analysis` is the one place that composes them into a run's numbers.
 This face hands their public names on.
 """
@@ -30,6 +35,7 @@ from tools.replay.metrics.analysis import (
     Analysis,
     analyse,
     analyse_agent,
+    own_config,
     run_metrics,
 )
 from tools.replay.metrics.common import SETTLE, STEP, FloatArray, jsonable, summary
@@ -39,6 +45,13 @@ from tools.replay.metrics.detections import (
     DetectionSpeed,
     detection_speeds,
     detection_summary,
+)
+from tools.replay.metrics.footprint import (
+    camera_footprints,
+    covered,
+    redundancy,
+    target_visible,
+    windowed,
 )
 from tools.replay.metrics.grid import (
     COVERAGE_VAR,
@@ -55,6 +68,7 @@ from tools.replay.metrics.grid import (
     window_mean_var,
 )
 from tools.replay.metrics.latency import STAGES, Latency, latency, latency_summary
+from tools.replay.metrics.reputation import distrust_times, first_distrust, liar_trace
 from tools.replay.metrics.track import (
     CONFIDENT_UNCERTAINTY,
     NEES_CONFIDENCE,
@@ -66,6 +80,7 @@ from tools.replay.metrics.track import (
     error_summary,
     fraction_inside,
     nees_bounds,
+    outside_room,
     recorded_track,
     resample,
     track_errors,
@@ -97,30 +112,40 @@ __all__ = [
     "agreement",
     "analyse",
     "analyse_agent",
+    "camera_footprints",
     "cell_keys",
     "coverage",
     "coverage_overlap",
+    "covered",
     "detection_speeds",
     "detection_summary",
+    "distrust_times",
     "error_summary",
+    "first_distrust",
     "fraction_inside",
     "grid_peak_errors",
     "grid_records",
     "jsonable",
     "latency",
     "latency_summary",
+    "liar_trace",
     "nees_bounds",
+    "outside_room",
+    "own_config",
     "pose_errors",
     "recorded_track",
+    "redundancy",
     "resample",
     "room_cells_of",
     "room_mean_var",
     "run_metrics",
     "summary",
+    "target_visible",
     "track_errors",
     "truth_of",
     "window_inside",
     "window_mean_var",
+    "windowed",
     "wire_of",
     "wire_summary",
 ]

@@ -3,15 +3,18 @@ composes the families of :mod:`tools.replay.metrics`)."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from agents.belief.params import GridParams, TrackParams
+from agents.config import AgentConfig
 from tools.replay.load import ProcessLog, Progress, RunDir, swarm_id_of
 from tools.replay.metrics.common import SETTLE, STEP, FloatArray, summary
 from tools.replay.metrics.detections import DetectionSpeed, detection_speeds, detection_summary
@@ -33,12 +36,16 @@ from tools.replay.metrics.track import (
     TrackSeries,
     agreement,
     error_summary,
+    outside_room,
     recorded_track,
     resample,
     track_errors,
 )
 from tools.replay.metrics.truth import Truth, truth_of
 from tools.replay.metrics.wire import Wire, wire_of, wire_summary
+
+if TYPE_CHECKING:
+    from worlds.arena import Arena
 
 
 @dataclass
@@ -56,6 +63,7 @@ class AgentAnalysis:
     peak_errors: FloatArray
     pose_errors: FloatArray
     metrics: dict[str, Any] = field(default_factory=dict)
+    config: AgentConfig | None = None  # the agent's own settings, when they could be known
 
 
 @dataclass
@@ -81,6 +89,47 @@ class Analysis:
         return np.asarray(t, dtype=np.float64) - self.t_start
 
 
+def _schedule_sets(run: RunDir, name: str) -> dict[str, str]:
+    """The ``[agents.set]`` settings a scenario run gave ``name`` (its ``schedule.json``)."""
+    try:
+        record = json.loads((run.path / "schedule.json").read_text(encoding="utf-8"))
+        agents = record["scenario"]["agents"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    for a in agents if isinstance(agents, list) else []:
+        if isinstance(a, dict) and a.get("name") == name and isinstance(a.get("set"), dict):
+            return {str(k): str(v) for k, v in a["set"].items()}
+    return {}
+
+
+def own_config(run: RunDir, name: str, arena: Arena | None = None
+               ) -> tuple[AgentConfig | None, str]:
+    """The agent's own settings and where they came from: the site and settings its start
+    event records (``stigmesh agent``), else the run's arena with the fusion rule and
+    reputation of its start event and the settings of the scenario's ``schedule.json``
+    (lockstep). None when neither can be had."""
+    from tools.replay.load import find_arena
+    from tools.replay.rerun import OverrideError, apply_overrides, recorded_config
+    from worlds.arena import ArenaError
+
+    log = run.agents.get(name)
+    start = log.first("start") if log is not None else None
+    try:
+        if start is not None and isinstance(start.get("settings"), dict):
+            return recorded_config(None, name, start), "its start event (site and settings)"
+        if arena is None:
+            arena, _ = find_arena(run)
+        if arena is None:
+            return None, "unknown (no settings in the log, no arena)"
+        config = recorded_config(arena, name, start)
+        sets = _schedule_sets(run, name)
+        if sets:
+            return apply_overrides(config, sets), "the arena, its start event and schedule.json"
+        return config, "the arena and its start event"
+    except (ArenaError, OverrideError, ValueError, KeyError) as exc:
+        return None, f"unknown ({exc})"
+
+
 def analyse_agent(
     run: RunDir,
     log: ProcessLog,
@@ -90,11 +139,19 @@ def analyse_agent(
     cell_size: float,
     coverage_var: float,
     room_cells: tuple[int, int] | None,
+    config: AgentConfig | None = None,
+    config_source: str = "given",
 ) -> AgentAnalysis:
+    """One agent's numbers; its track predicted with its own model (``config``; the
+    defaults when None)."""
     t_start = run.t_start
     swarm_id = swarm_id_of(log)
     samples = recorded_track(log, swarm_id)
-    series = resample(samples, times, until=log.t_last if log.t_last is not None else math.inf)
+    params = config.track if config is not None else TrackParams()
+    timeout = config.track_timeout if config is not None else AgentConfig.track_timeout
+    dropped = [float(e["t"]) for e in log.events("track_dropped")]
+    series = resample(samples, times, params.accel_psd, max_age=timeout,
+                      until=log.t_last if log.t_last is not None else math.inf, dropped=dropped)
     grids = grid_records(log)
     speeds = detection_speeds(log, samples, truth)
     wire = wire_of(log)
@@ -114,6 +171,8 @@ def analyse_agent(
         "track_samples": len(samples),
         "belief_records": len(grids),
         "time_with_track_fraction": float(np.mean(series.valid)) if times.size else None,
+        "model": {"accel_psd": params.accel_psd, "track_timeout": timeout,
+                  "from": config_source if config is not None else "defaults"},
         "time_to_confident_track_s": (
             float(times[confident[0]] - t_start) if confident.size else None
         ),
@@ -136,6 +195,8 @@ def analyse_agent(
     m.update(detection_summary(log, t_start, speeds))
     if errors is not None:
         m["errors"] = error_summary(errors, t_start)
+    if config is not None:
+        m["estimates_outside_room"] = outside_room(samples, config.room.width, config.room.height)
     if peak is not None:
         m["grid_peak_error_m"] = summary(peak)
     if pose is not None:
@@ -154,6 +215,7 @@ def analyse_agent(
         peak if peak is not None else np.zeros(0),
         pose if pose is not None else np.zeros(0),
         m,
+        config,
     )
 
 
@@ -164,8 +226,12 @@ def analyse(
     coverage_var: float = COVERAGE_VAR,
     room_cells: tuple[int, int] | None = None,
     progress: Progress | None = None,
+    configs: Mapping[str, AgentConfig] | None = None,
+    arena: Arena | None = None,
 ) -> Analysis:
-    """Every metric of the brief, per agent and between agents."""
+    """Every metric of the brief, per agent and between agents. Each agent's track is
+    measured with its own settings: ``configs[name]`` when given (a scenario knows them),
+    else :func:`own_config` (``arena`` helps a log that does not record its settings)."""
     truth = truth_of(run)
     t0, t1 = run.t_start, run.t_end
     times: FloatArray = t0 + STEP * np.arange(
@@ -173,6 +239,11 @@ def analyse(
     )
     agents: dict[str, AgentAnalysis] = {}
     for name, log in sorted(run.agents.items()):
+        config: AgentConfig | None
+        if configs is not None and name in configs:
+            config, source = configs[name], "the scenario"
+        else:
+            config, source = own_config(run, name, arena)
         agents[name] = analyse_agent(
             run,
             log,
@@ -181,6 +252,8 @@ def analyse(
             cell_size=cell_size,
             coverage_var=coverage_var,
             room_cells=room_cells,
+            config=config,
+            config_source=source,
         )
         if progress is not None:
             progress(
@@ -235,7 +308,16 @@ def _swarm_metrics(an: Analysis) -> dict[str, Any]:
         for ag in an.agents.values()
         if ag.metrics.get("time_to_first_detection_s") is not None
     ]
-    out["time_to_first_detection_s"] = min(firsts) if firsts else None
+    first = min(firsts) if firsts else None
+    out["time_to_first_detection_s"] = first
+    # "held": the agent holds a track (not dropped), from the swarm's first detection on
+    out["held_after_first_detection"] = {}
+    for name, ag in an.agents.items():
+        after = an.times - an.t_start >= first if first is not None else None
+        fraction = float(np.mean(ag.series.valid[after])) if after is not None and after.any() \
+            else None
+        out["held_after_first_detection"][name] = fraction
+        ag.metrics["held_after_first_detection"] = fraction
     return out
 
 

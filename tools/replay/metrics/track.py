@@ -105,16 +105,24 @@ def resample(
     samples: TrackSamples,
     times: FloatArray,
     accel_psd: float = TrackParams().accel_psd,
+    *,
     max_age: float = TRACK_MAX_AGE,
     until: float = math.inf,
+    dropped: npt.ArrayLike = (),
 ) -> TrackSeries:
-    """At each time, the newest sample logged by then, predicted to that time.
+    """At each time, the newest sample logged by then, predicted to that time with the
+    agent's own motion model (``accel_psd``: its ``track.accel_psd``).
 
-    No belief after ``until`` (the agent's last log line: a stopped agent believes nothing).
+    The agent holds no track after it dropped it (``dropped``: the log times of its
+    ``track_dropped`` events) until it logs a new one, nor after ``until`` (its last log
+    line: a stopped agent believes nothing), nor more than ``max_age`` after the time of
+    its newest sample (a guard for logs without drop events). Where it holds one, the
+    series is finite; elsewhere NaN (:attr:`TrackSeries.valid` is the held mask).
     """
     n = times.size
     x = np.full((n, 4), np.nan)
     P = np.full((n, 4, 4), np.nan)
+    drops = np.sort(np.asarray(dropped, dtype=np.float64).ravel())
     if len(samples):
         idx = np.searchsorted(samples.t_log, times, side="right") - 1
         for k in range(n):
@@ -124,8 +132,25 @@ def resample(
             dt = float(times[k] - samples.t[i])
             if dt > max_age:
                 continue
+            # a drop after the sample was logged and by now: the track is gone
+            j = int(np.searchsorted(drops, samples.t_log[i], side="right"))
+            if j < drops.size and drops[j] <= times[k]:
+                continue
             x[k], P[k] = cv_predict(samples.x[i], samples.P[i], max(dt, 0.0), accel_psd)
     return TrackSeries(times, x, P)
+
+
+def outside_room(samples: TrackSamples, size_x: float, size_y: float) -> dict[str, Any]:
+    """The logged estimates whose position lies outside the room [0, size_x] × [0, size_y]:
+    how many, of how many, and the farthest one's distance to the room (m)."""
+    if not len(samples):
+        return {"n": 0, "outside": 0, "max_m": 0.0}
+    px, py = samples.x[:, 0], samples.x[:, 1]
+    ox = np.maximum(np.maximum(-px, px - size_x), 0.0)
+    oy = np.maximum(np.maximum(-py, py - size_y), 0.0)
+    d = np.hypot(ox, oy)
+    return {"n": len(samples), "outside": int(np.count_nonzero(d > 0.0)),
+            "max_m": float(d.max())}
 
 
 @dataclass(frozen=True)
