@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from agents.belief import CellBlock
+from agents.belief.search import CameraLook
 from agents.core import AgentCore, OutPatch, OutSnapshot, Send
 from agents.faults import Byzantine, ByzantineSpec, CellArrays
 from agents.navigation import NavDecision
@@ -32,7 +33,9 @@ LogFn = Callable[..., None]  # log(event, t=..., **fields), e.g. RunLog.log
 
 # Events that are inputs of the core, in the order they happened.
 RAW_SAMPLE_BYTES = 64  # of a rejected datagram, logged as a sample
-INPUT_EVENTS = frozenset({"rx", "discovered", "car", "obs", "tick", "decide", "byzantine"})
+INPUT_EVENTS = frozenset(
+    {"rx", "discovered", "car", "obs", "tick", "decide", "byzantine", "oracle_look"}
+)
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,9 @@ def replay_inputs(
         elif event == "byzantine":
             spec = None if line["spec"] is None else ByzantineSpec.from_mapping(line["spec"])
             core.set_sensor_fault(spec, int(line["seed"]))
+        elif event == "oracle_look":  # the lockstep oracle handed another robot's look
+            look = CameraLook(*(float(v) for v in line["look"]))
+            core.on_oracle_look(str(line["sender"]), look, t)
         else:
             continue
         for record in core.take_outputs().records:

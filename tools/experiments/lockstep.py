@@ -14,6 +14,11 @@ agent with a new epoch, as a new process would have. World faults go to the
 :class:`~worlds.sim.World`.
 
 :func:`run_scenario` runs a :class:`~tools.experiments.scenario.Scenario` and its schedule.
+
+``oracle_looks``: every look an agent makes is handed at once to every other
+agent's search map (:meth:`~agents.core.AgentCore.on_oracle_look`, logged as an
+``oracle_look`` input so that a replay reproduces it): the search with perfect
+sharing, to compare LOOK sharing with (run it with ``search.share`` off).
 """
 
 from __future__ import annotations
@@ -109,6 +114,7 @@ class Lockstep:
     config: Callable[[str], AgentConfig] | None = None  # wins over ``configure``
     names: Sequence[str] | None = None  # the cars that get an agent (default: all)
     limit: int = 1200
+    oracle_looks: bool = False  # every agent's looks go straight to every other agent
     agents: dict[str, LockstepAgent] = field(init=False, default_factory=dict)
     t: float = field(init=False)
     world: World = field(init=False)
@@ -170,6 +176,7 @@ class Lockstep:
             limit=self.limit, log=log.log if log is not None else _no_log, robot_id=spec.id,
             first_tick=self.t + 0.1 * (i + 1) / n,
         )  # fmt: skip
+        agent.core.seeker.collect_looks = self.oracle_looks
         return LockstepAgent(
             name, spec.id, swarm_addr, (f"127.0.1.{i + 1}", CONTROL_PORT), agent, log,
             incarnation, True, self.t,
@@ -263,6 +270,20 @@ class Lockstep:
                            src=agent.control_addr, port=out.port)
             else:
                 self._fan_out(agent, out.data, out.to)
+        if self.oracle_looks:
+            self._hand_looks(agent)
+
+    def _hand_looks(self, sender: LockstepAgent) -> None:
+        """The oracle: the sender's new looks, applied by every other live agent now."""
+        seeker = sender.core.seeker
+        looks, seeker.new_looks = seeker.new_looks, []
+        for look in looks:
+            for other in self.agents.values():
+                if other is not sender and other.alive:
+                    other.agent.log("oracle_look", t=self.t, sender=sender.name,
+                                    look=[look.t, look.x, look.y, look.heading, look.range,
+                                          look.fov])
+                    other.core.on_oracle_look(sender.name, look, self.t)
 
     def _fan_out(self, sender: LockstepAgent, data: bytes, to: Address | None) -> None:
         """One datagram on the wire: to every other agent's socket, or to one address."""
