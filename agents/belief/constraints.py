@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from agents.room import Room
+
 FloatArray = npt.NDArray[np.float64]
 
 
@@ -87,10 +89,10 @@ class FreeSpace:
         )
 
     @classmethod
-    def of_room(cls, room: object, margin: float = 0.0) -> FreeSpace:
-        """From an object with ``width``, ``height`` and ``obstacles`` of (cx, cy, sx, sy)."""
-        boxes = [(b.cx, b.cy, b.sx, b.sy) for b in getattr(room, "obstacles", ())]
-        return cls(room.width, room.height, boxes, margin)  # type: ignore[attr-defined]
+    def of_room(cls, room: Room, margin: float = 0.0) -> FreeSpace:
+        """The room's walls and its box obstacles."""
+        boxes = [(b.cx, b.cy, b.sx, b.sy) for b in room.obstacles]
+        return cls(room.width, room.height, boxes, margin)
 
     def contains(self, x: float, y: float) -> bool:
         r = self.inner
