@@ -39,47 +39,22 @@ from typing import Any
 
 import numpy as np
 
+from tools.replay.metrics.footprint import camera_of, lattice, redundancy, sees
 from worlds.arena import Arena, Waypoints, load_arena
 
 ARENA = Path(__file__).resolve().parents[2] / "scenarios" / "arenas" / "search.toml"
 VARIANTS = ("share", "none", "oracle")
 SAMPLE = 0.25  # s between footprints
 CHECK = 0.05  # s between checks for a detection
-CELL = 0.1  # footprint lattice, m
 TARGET_SPEED = 0.5  # m/s, declared in the site (the target itself stands still)
-
-
-def _blockers(arena: Arena) -> list[tuple[float, float, float, float]]:
-    out = []
-    for ob in arena.obstacles:
-        if ob.height < arena.car_model.camera_height:
-            continue
-        c, n = abs(math.cos(ob.yaw)), abs(math.sin(ob.yaw))
-        hx, hy = (c * ob.size_x + n * ob.size_y) / 2, (n * ob.size_x + c * ob.size_y) / 2
-        out.append((ob.x - hx, ob.x + hx, ob.y - hy, ob.y + hy))
-    return out
 
 
 def seen_cells(arena: Arena, pose: tuple[float, float, float],
                px: np.ndarray, py: np.ndarray) -> np.ndarray:
     """Flat indices of the points the camera of a car at ``pose`` sees (range, field of
-    view, line of sight past obstacles at least as tall as the camera)."""
-    x, y, yaw = pose
-    s, model = arena.sensing, arena.car_model
-    cx, cy = x + model.camera_forward * math.cos(yaw), y + model.camera_forward * math.sin(yaw)
-    dx, dy = px - cx, py - cy
-    r = np.hypot(dx, dy)
-    bearing = np.abs(np.remainder(np.arctan2(dy, dx) - yaw + math.pi, 2 * math.pi) - math.pi)
-    seen = (r >= 0.15) & (r <= s.range) & (bearing <= math.radians(s.hfov_deg) / 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ix, iy = 1.0 / dx, 1.0 / dy
-        for x0, x1, y0, y1 in _blockers(arena):
-            ax, bx = (x0 - cx) * ix, (x1 - cx) * ix
-            ay, by = (y0 - cy) * iy, (y1 - cy) * iy
-            enter = np.maximum(np.minimum(ax, bx), np.minimum(ay, by))
-            leave = np.minimum(np.maximum(ax, bx), np.maximum(ay, by))
-            seen &= ~((enter <= leave) & (leave >= 0.0) & (enter <= 1.0))
-    return np.flatnonzero(seen)
+    view, line of sight past obstacles at least as tall as the camera: the footprint
+    metric's rules, :func:`tools.replay.metrics.footprint.sees`)."""
+    return np.flatnonzero(sees(arena, camera_of(arena, *pose), px, py))
 
 
 def hidden_places(arena: Arena, n: int, seed: int) -> list[tuple[float, float]]:
@@ -139,10 +114,7 @@ def run_trial(place_index: int, place: tuple[float, float], variant: str, seed: 
             return out
 
         la.agent.datagrams_to_send = counting  # type: ignore[method-assign]
-    room = arena.room
-    nx, ny = math.ceil(room.size_x / CELL - 1e-9), math.ceil(room.size_y / CELL - 1e-9)
-    gx, gy = np.meshgrid((np.arange(nx) + 0.5) * CELL, (np.arange(ny) + 0.5) * CELL)
-    px, py = gx.ravel(), gy.ravel()
+    px, py, n_cells = lattice(arena)
     covered: dict[str, set[int]] = {name: set() for name in ls.agents}
     first: float | None = None
     finder: str | None = None
@@ -165,12 +137,11 @@ def run_trial(place_index: int, place: tuple[float, float], variant: str, seed: 
             ls.run_until(ls.t0 + elapsed + CHECK)
         end = ls.t - ls.t0
         union = set().union(*covered.values())
-        total = sum(len(c) for c in covered.values())
         return {
             "place": place_index, "x": place[0], "y": place[1], "variant": variant, "seed": seed,
             "first_detection_s": first, "finder": finder, "searched_s": end,
-            "redundancy": total / len(union) if union else None,
-            "union_fraction": len(union) / (nx * ny),
+            "redundancy": redundancy(covered),
+            "union_fraction": len(union) / n_cells,
             "bytes_per_s": {name: {k: v / max(end, 1e-9) for k, v in c.items()}
                             for name, c in sent.items()},
             "looks": {name: dict(la.core.seeker.stats) for name, la in ls.agents.items()},
