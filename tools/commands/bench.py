@@ -21,6 +21,8 @@ SUITES = {
     "world": "tools.bench.world",
     "swarm": "tools.bench.swarm",
     "perception": "tools.bench.perception",
+    "lockstep": "tools.bench.lockstep",
+    "replay": "tools.bench.replay",
 }
 
 
