@@ -394,6 +394,10 @@ def test_command_writes_the_report(lockstep_run, tmp_path: Path, capsys) -> None
     assert rc == 0
     printed = capsys.readouterr().out
     assert "re-ran walnut" in printed and "no per-stage timestamps" in printed
+    # the console shows the comparison the report writes, not only how many beliefs differ
+    table = printed[printed.index("recorded configuration / variant"):].splitlines()
+    assert any("position error after 20 s, median (m)" in line and line.count("/") == 2
+               for line in table), printed
     metrics = json.loads((out / "metrics.json").read_text())
     assert sorted(metrics["agents"]) == ["hazel", "walnut"]
     assert metrics["rerun"]["open_loop"] is True

@@ -77,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
     from tools.replay import figures
     from tools.replay.load import NotARunError, find_arena, load_run
     from tools.replay.metrics import analyse, latency_summary, room_cells_of
-    from tools.replay.report import fmt, write_report
+    from tools.replay.report import fmt, rerun_table, write_report
     from tools.replay.rerun import (
         OverrideError,
         RerunError,
@@ -144,5 +144,9 @@ def main(args: argparse.Namespace) -> int:
             f"(after 20 s: median {fmt(late.get('median'))}, p95 {fmt(late.get('p95'))} m); "
             f"sent {ag.metrics['wire']['tx_datagrams']} datagrams"
         )
+    if rerun_summary is not None:
+        _say("re-run, recorded configuration / variant:")
+        for line in rerun_table(rerun_summary):
+            _say(f"  {line}")
     _say(f"wrote {md} and {js} in {time.perf_counter() - began:.1f} s")
     return EXIT_OK

@@ -215,6 +215,34 @@ def _latency_lines(lat: Mapping[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def rerun_table(rerun: Mapping[str, Any]) -> list[str]:
+    """The re-run's comparison, recorded configuration against the variant, per agent (the
+    report's table; ``stigmesh replay --fusion X`` prints it too)."""
+    names = list((rerun.get("agents") or {}).keys())
+    header = ["metric"] + [f"{n}: recorded config / variant" for n in names]
+    late = f"after {SETTLE:.0f} s"
+    specs = [
+        (f"position error {late}, median (m)", "errors.position_error_after_settle_m.median"),
+        (f"position error {late}, p95 (m)", "errors.position_error_after_settle_m.p95"),
+        (f"track uncertainty {late}, median", "errors.uncertainty_after_settle.median"),
+        ("NEES 4-state inside 95 % bounds", "errors.nees4.fraction_inside"),
+        ("speed at detection within 10 %", "speed_at_detection.within_10_percent"),
+        ("grid mean var, median", "grid_mean_var.median"),
+    ]
+    rows = []
+    for label, path in specs:
+        cells = []
+        for n in names:
+            r = rerun["agents"][n]
+            a, b = _get(r["recorded_config"], path), _get(r["variant"], path)
+            if "fraction" in path or "within" in path:
+                cells.append(f"{pct(a)} / {pct(b)}")
+            else:
+                cells.append(f"{fmt(a)} / {fmt(b)}")
+        rows.append([label, *cells])
+    return table(header, rows)
+
+
 def _rerun_lines(rerun: Mapping[str, Any], figures: Mapping[str, Path]) -> list[str]:
     out = [
         "## Re-run with another configuration",
@@ -249,29 +277,7 @@ def _rerun_lines(rerun: Mapping[str, Any], figures: Mapping[str, Path]) -> list[
                     f"in the core and were skipped, as the running agent skips them: {listed}."
                 )
     out.append("")
-    names = list((rerun.get("agents") or {}).keys())
-    header = ["metric"] + [f"{n}: recorded config / variant" for n in names]
-    late = f"after {SETTLE:.0f} s"
-    specs = [
-        (f"position error {late}, median (m)", "errors.position_error_after_settle_m.median"),
-        (f"position error {late}, p95 (m)", "errors.position_error_after_settle_m.p95"),
-        (f"track uncertainty {late}, median", "errors.uncertainty_after_settle.median"),
-        ("NEES 4-state inside 95 % bounds", "errors.nees4.fraction_inside"),
-        ("speed at detection within 10 %", "speed_at_detection.within_10_percent"),
-        ("grid mean var, median", "grid_mean_var.median"),
-    ]
-    rows = []
-    for label, path in specs:
-        cells = []
-        for n in names:
-            r = rerun["agents"][n]
-            a, b = _get(r["recorded_config"], path), _get(r["variant"], path)
-            if "fraction" in path or "within" in path:
-                cells.append(f"{pct(a)} / {pct(b)}")
-            else:
-                cells.append(f"{fmt(a)} / {fmt(b)}")
-        rows.append([label, *cells])
-    out += table(header, rows)
+    out += rerun_table(rerun)
     if "rerun" in figures:
         out += ["", f"![re-run]({figures['rerun'].name})", "", FIGURE_CAPTIONS["rerun"]]
     return [*out, ""]
