@@ -7,10 +7,11 @@ the room-scale search map (:mod:`agents.belief.search`) and everything around it
   (at most one every ``look_interval``), applied to the map rounded as the wire
   carries it, numbered, and kept ``look_resend`` seconds to go out in LOOKs
   (SWARM.md §6b; each look travels about twice);
-- **a peer's looks** (SWARM.md §10.6): each applied once (a ledger of look numbers
-  per sender and epoch), from a trusted peer whose clock is mapped, only where its
-  HEARTBEAT said it was, at a bounded rate per peer; none with ``search.share`` off
-  or fusion ``none`` (the no-sharing baseline uses nothing it receives);
+- **a peer's looks** (SWARM.md §10.6): each applied once (:class:`LookLedger`: the
+  look numbers per sender and epoch), from a trusted peer whose clock is mapped,
+  only where its HEARTBEAT said it was, at a bounded rate per peer
+  (:class:`LookBucket`); none with ``search.share`` off or fusion ``none`` (the
+  no-sharing baseline uses nothing it receives);
 - **the oracle** (lockstep only): another robot's look handed over directly;
 - **time and tracks**: the map spreads at the target's declared speed; a track
   holds it on the track's position;
@@ -23,6 +24,7 @@ Deterministic, like the core: no clock reads, no random numbers.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -30,8 +32,6 @@ import numpy as np
 from agents.belief.search import (
     HEADING_UNIT,
     CameraLook,
-    LookBucket,
-    LookLedger,
     SearchMap,
     fov_mrad,
     heading_units,
@@ -40,6 +40,7 @@ from agents.belief.search import (
     rounded_look,
     viewpoints_for,
 )
+from agents.checks import require
 from agents.config import FUSION_NONE, AgentConfig
 from agents.navigation import SearchView
 from agents.peers import Peer
@@ -210,3 +211,62 @@ class Seeker:
         return {"search_f32": np.ascontiguousarray(smap.p, dtype=np.float32).tobytes(),
                 "search": {"shape": smap.p.shape, "cell": smap.cell_size,
                            "entropy": smap.entropy(), **self.stats}}
+
+
+class LookLedger:
+    """Which look numbers of each (sender, epoch) were applied: each counts once.
+
+    Per stream: the newest number applied and a bitmap of the ``window - 1`` before
+    it. At most ``max_streams`` streams are kept (the least recently used go).
+    """
+
+    def __init__(self, window: int = 1024, max_streams: int = 128) -> None:
+        require(window >= 1 and max_streams >= 1, "window and max_streams must be >= 1")
+        self.window = window
+        self.max_streams = max_streams
+        self._streams: OrderedDict[tuple[str, int], list[int]] = OrderedDict()
+
+    def admit(self, sender: str, epoch: int, seq: int) -> str | None:
+        """None (and recorded) when the look is new; else ``look_duplicate`` or
+        ``look_too_old``."""
+        key = (sender, epoch)
+        stream = self._streams.get(key)
+        if stream is None:
+            self._streams[key] = [seq, 1]
+            while len(self._streams) > self.max_streams:
+                self._streams.popitem(last=False)
+            return None
+        self._streams.move_to_end(key)
+        top, bits = stream
+        if seq > top:
+            shift = seq - top
+            stream[1] = ((bits << shift) | 1) & ((1 << self.window) - 1) if shift < self.window \
+                else 1
+            stream[0] = seq
+            return None
+        behind = top - seq
+        if behind >= self.window:
+            return "look_too_old"
+        if bits >> behind & 1:
+            return "look_duplicate"
+        stream[1] = bits | (1 << behind)
+        return None
+
+
+class LookBucket:
+    """A token bucket: ``rate`` looks a second, at most ``burst`` at once."""
+
+    def __init__(self, rate: float, burst: float, now: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.t = now
+
+    def take(self, now: float) -> bool:
+        if now > self.t:
+            self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
+            self.t = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False

@@ -34,10 +34,6 @@ headings, each with its footprint's ``P_d`` over the cells as one row of a
 sparse matrix, so that the probability each viewpoint would see is one
 matrix-vector product (:meth:`Viewpoints.gains`).
 
-:class:`LookLedger` remembers which look numbers of each (sender, epoch) were
-applied, so a look counts once however often it arrives; :class:`LookBucket`
-bounds the looks per second applied from one peer.
-
 Looks are rounded as the wire carries them (SWARM.md §6b: centimetres,
 π/32768 rad, whole centimetres of range, milliradians of field of view;
 :func:`rounded_look`), and the agent applies its own looks rounded too, so that
@@ -50,7 +46,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -489,62 +484,3 @@ def viewpoints_for(room: Room, params: SearchParams, range_: float, fov: float,
                    camera_forward: float) -> Viewpoints:
     """The viewpoints of a room (built once per process for each camera and setting)."""
     return Viewpoints(SearchMap(room, params), range_, fov, camera_forward)
-
-
-class LookLedger:
-    """Which look numbers of each (sender, epoch) were applied: each counts once.
-
-    Per stream: the newest number applied and a bitmap of the ``window - 1`` before
-    it. At most ``max_streams`` streams are kept (the least recently used go).
-    """
-
-    def __init__(self, window: int = 1024, max_streams: int = 128) -> None:
-        require(window >= 1 and max_streams >= 1, "window and max_streams must be >= 1")
-        self.window = window
-        self.max_streams = max_streams
-        self._streams: OrderedDict[tuple[str, int], list[int]] = OrderedDict()
-
-    def admit(self, sender: str, epoch: int, seq: int) -> str | None:
-        """None (and recorded) when the look is new; else ``look_duplicate`` or
-        ``look_too_old``."""
-        key = (sender, epoch)
-        stream = self._streams.get(key)
-        if stream is None:
-            self._streams[key] = [seq, 1]
-            while len(self._streams) > self.max_streams:
-                self._streams.popitem(last=False)
-            return None
-        self._streams.move_to_end(key)
-        top, bits = stream
-        if seq > top:
-            shift = seq - top
-            stream[1] = ((bits << shift) | 1) & ((1 << self.window) - 1) if shift < self.window \
-                else 1
-            stream[0] = seq
-            return None
-        behind = top - seq
-        if behind >= self.window:
-            return "look_too_old"
-        if bits >> behind & 1:
-            return "look_duplicate"
-        stream[1] = bits | (1 << behind)
-        return None
-
-
-class LookBucket:
-    """A token bucket: ``rate`` looks a second, at most ``burst`` at once."""
-
-    def __init__(self, rate: float, burst: float, now: float) -> None:
-        self.rate = rate
-        self.burst = burst
-        self.tokens = burst
-        self.t = now
-
-    def take(self, now: float) -> bool:
-        if now > self.t:
-            self.tokens = min(self.burst, self.tokens + (now - self.t) * self.rate)
-            self.t = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return True
-        return False

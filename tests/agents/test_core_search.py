@@ -14,6 +14,7 @@ from agents.belief.search import CameraLook, SearchMap, SearchParams
 from agents.config import AgentConfig
 from agents.core import AgentCore
 from agents.room import Room
+from agents.seeking import LookBucket, LookLedger
 from protocol.swarm import Heartbeat, Look, LookRecord, Message, Mode, swarm_id_from_name
 
 SWARM = swarm_id_from_name("core-search-test")
@@ -177,3 +178,35 @@ def test_a_track_holds_the_map_on_it_and_search_resumes_from_there() -> None:
         core.tick(0.1 * k)
     assert core.seeker.map.probability_within(3.0, 3.0, 0.5) < 0.9  # it spreads ...
     assert core.seeker.map.probability_within(3.0, 3.0, 1.5) > 0.999  # ... at the target's speed
+
+
+def test_ledger_counts_each_look_once() -> None:
+    ledger = LookLedger(window=8)
+    assert ledger.admit("walnut", 1, 10) is None
+    assert ledger.admit("walnut", 1, 10) == "look_duplicate"
+    assert ledger.admit("walnut", 1, 8) is None  # late, inside the window
+    assert ledger.admit("walnut", 1, 8) == "look_duplicate"
+    assert ledger.admit("walnut", 1, 3) is None  # 7 behind: the window's last slot
+    assert ledger.admit("walnut", 1, 2) == "look_too_old"
+    assert ledger.admit("walnut", 2, 10) is None  # a new epoch is a new stream
+    assert ledger.admit("hazel", 1, 10) is None
+    assert ledger.admit("walnut", 1, 30) is None  # a jump clears the bitmap
+    assert ledger.admit("walnut", 1, 29) is None
+    assert ledger.admit("walnut", 1, 30) == "look_duplicate"
+
+
+def test_ledger_forgets_the_least_recently_used_stream() -> None:
+    ledger = LookLedger(window=8, max_streams=2)
+    ledger.admit("a", 1, 0)
+    ledger.admit("b", 1, 0)
+    ledger.admit("a", 1, 1)
+    ledger.admit("c", 1, 0)  # evicts b
+    assert ledger.admit("a", 1, 0) == "look_duplicate"
+    assert ledger.admit("b", 1, 0) is None
+
+
+def test_bucket_bounds_looks_per_second() -> None:
+    bucket = LookBucket(rate=8.0, burst=16.0, now=0.0)
+    assert sum(bucket.take(0.0) for _ in range(40)) == 16
+    assert sum(bucket.take(1.0) for _ in range(40)) == 8
+    assert sum(bucket.take(100.0) for _ in range(40)) == 16

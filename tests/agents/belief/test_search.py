@@ -1,5 +1,5 @@
 """The search map against hand-computable cases: conservation, the (1 - P_d) update, the
-diffusion bound, occlusion, collapse; the look ledger, the bucket, the viewpoints."""
+diffusion bound, occlusion, collapse; the viewpoints."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from hypothesis import strategies as st
 
 from agents.belief.search import (
     CameraLook,
-    LookBucket,
-    LookLedger,
     SearchMap,
     SearchParams,
     Viewpoints,
@@ -155,38 +153,6 @@ def test_rounded_look_is_what_the_wire_carries() -> None:
     assert look.heading == -math.pi  # +pi wraps to -pi (int16 -32768)
     assert look.fov == 6.283
     assert heading_units(math.pi / 2) == 16384 and heading_units(-math.pi) == -32768
-
-
-def test_ledger_counts_each_look_once() -> None:
-    ledger = LookLedger(window=8)
-    assert ledger.admit("walnut", 1, 10) is None
-    assert ledger.admit("walnut", 1, 10) == "look_duplicate"
-    assert ledger.admit("walnut", 1, 8) is None  # late, inside the window
-    assert ledger.admit("walnut", 1, 8) == "look_duplicate"
-    assert ledger.admit("walnut", 1, 3) is None  # 7 behind: the window's last slot
-    assert ledger.admit("walnut", 1, 2) == "look_too_old"
-    assert ledger.admit("walnut", 2, 10) is None  # a new epoch is a new stream
-    assert ledger.admit("hazel", 1, 10) is None
-    assert ledger.admit("walnut", 1, 30) is None  # a jump clears the bitmap
-    assert ledger.admit("walnut", 1, 29) is None
-    assert ledger.admit("walnut", 1, 30) == "look_duplicate"
-
-
-def test_ledger_forgets_the_least_recently_used_stream() -> None:
-    ledger = LookLedger(window=8, max_streams=2)
-    ledger.admit("a", 1, 0)
-    ledger.admit("b", 1, 0)
-    ledger.admit("a", 1, 1)
-    ledger.admit("c", 1, 0)  # evicts b
-    assert ledger.admit("a", 1, 0) == "look_duplicate"
-    assert ledger.admit("b", 1, 0) is None
-
-
-def test_bucket_bounds_looks_per_second() -> None:
-    bucket = LookBucket(rate=8.0, burst=16.0, now=0.0)
-    assert sum(bucket.take(0.0) for _ in range(40)) == 16
-    assert sum(bucket.take(1.0) for _ in range(40)) == 8
-    assert sum(bucket.take(100.0) for _ in range(40)) == 16
 
 
 def test_viewpoint_gains_are_the_looks_own_probability() -> None:
