@@ -21,7 +21,6 @@ SUITES = {
     "world": "tools.bench.world",
     "swarm": "tools.bench.swarm",
     "perception": "tools.bench.perception",
-    "replay": "tools.bench.replay",
     "lockstep": "tools.bench.lockstep",
     "replay": "tools.bench.replay",
 }
