@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import replace
 
 import tools.experiments.evidence as package
 from tools.experiments.evidence.main import EXPERIMENTS
-from tools.experiments.evidence.plan import QUICK, jobs_for
+from tools.experiments.evidence.plan import FULL, QUICK, jobs_for, real_jobs
 from tools.experiments.scenario_file import load_suite
 
 
@@ -29,3 +30,14 @@ def test_every_job_has_its_own_key() -> None:
     # with naive (orbit, eight robots) or the oracle (both liars), the search also unshared
     keys = [job.key for job in jobs_for(load_suite(), QUICK)]
     assert len(keys) == len(set(keys)) == (5 + 4 * 2) * 2 + 2 * 4
+
+
+def test_a_plan_of_fewer_seeds_says_how_many_ran() -> None:
+    suite = load_suite()
+    assert FULL.describe(suite) == "10 seeds (30 hiding places for the search)"
+    assert QUICK.describe(suite) == "2 seeds (4 hiding places for the search)"
+    few = replace(FULL, seeds=3, search_seeds=6, real_scenes=frozenset({"orbit", "liar_only"}))
+    assert few.describe(suite) == "3 seeds (6 hiding places for the search)"
+    assert len(jobs_for(suite, few)) == (5 + 4 * 2) * 3 + 2 * 6
+    assert [j.key for j in real_jobs(suite, few)] == ["orbit-as_file-1", "liar_only-as_file-1"]
+    assert len(real_jobs(suite, FULL)) == len(suite.scenes) and not real_jobs(suite, QUICK)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import tools.experiments.evidence as package
@@ -33,6 +35,20 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
+def _commit() -> str:
+    """The checkout measured: its commit, and whether its sources differ from it."""
+    import subprocess
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *a], check=False,
+                              capture_output=True, text=True, timeout=30).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "agents", "protocol", "worlds", "tools",
+                "scenarios")
+    return head + (" with uncommitted changes" if dirty else "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from tools.experiments.cluster import ClusterError
     from tools.experiments.scenario import ScenarioError
@@ -52,6 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "1: in this process)")
     parser.add_argument("--scheduler", default=None, metavar="ADDR",
                         help="run the lockstep jobs on the Dask cluster of this scheduler")
+    parser.add_argument("--seeds", type=int, default=None, metavar="N",
+                        help="at most N seeds per scene (default: the suite's); the page says "
+                        "how many ran")
+    parser.add_argument("--places", type=int, default=None, metavar="N",
+                        help="at most N hiding places for a search scene (default: the suite's)")
+    parser.add_argument("--real", default=None, metavar="SCENE,...",
+                        help="real-process runs of these scenes only (default: every scene)")
     parser.add_argument("--no-real", action="store_true", help="skip the real-process runs")
     parser.add_argument("--fresh", action="store_true",
                         help="ignore the cache (runs/evidence-cache/): run every job again")
@@ -65,6 +88,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evidence: {exc}", flush=True)
         return 2
     plan = QUICK if args.quick else FULL
+    if args.seeds is not None or args.places is not None or args.real is not None:
+        only = frozenset(args.real.split(",")) if args.real else None
+        unknown = sorted((only or set()) - {s.name for s in suite.scenes})
+        if unknown or min(args.seeds or 1, args.places or 1) < 1:
+            print(f"evidence: no scene {', '.join(unknown)} in the suite" if unknown else
+                  "evidence: --seeds and --places are at least 1", flush=True)
+            return 2
+        plan = replace(plan, seeds=args.seeds or plan.seeds or 1000,
+                       search_seeds=args.places or plan.search_seeds, real_scenes=only)
     out: Path = args.out or (ROOT / "runs" / "evidence-quick" if args.quick else ROOT / "docs")
     figdir = out / "evidence"
     figdir.mkdir(parents=True, exist_ok=True)
@@ -80,7 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     real = {} if args.no_real else run_reals(real_jobs(suite, plan), ROOT / "runs" /
                                              "evidence-real", cache, _say)
     computed = sum(r["seconds"] for r in res.values())
-    measured = (f"{len(res)} lockstep runs ({computed / 60:.0f} min of compute; this "
+    measured = (f"{plan.describe(suite)} per scene at commit {_commit()}: {len(res)} "
+                f"lockstep runs "
+                f"({computed / 60:.0f} min of compute; this "
                 f"regeneration {lock_s / 60:.1f} min for them, the rest from the cache) and "
                 f"{len(real)} real-process runs, on {os.cpu_count()} cores "
                 f"({time.strftime('%Y-%m-%d %H:%M')})")
@@ -92,14 +126,16 @@ def main(argv: Sequence[str] | None = None) -> int:
              "seconds": {k: r["seconds"] for k, r in res.items()},
              "real": {k: {key: v for key, v in r.items() if key not in ("series", "deps")}
                       for k, r in real.items()}}
-    md = write(sections, out, quick=args.quick, measured=measured, extra=extra)
+    command = " ".join(["python -m tools.experiments.evidence",
+                        *(sys.argv[1:] if argv is None else argv)])
+    md = write(sections, out, quick=args.quick, measured=measured, extra=extra, command=command)
     if not args.quick and not args.no_readme and args.out is None:
         met = sum(1 for t in targets.evaluate(results) if t.met)
         total = len(targets.evaluate(results))
-        intro = (f"[docs/evidence.md](docs/evidence.md), written by `python -m "
-                 f"tools.experiments.evidence` from the scenario suite (`scenarios/suite.toml`: "
-                 f"{len(suite.scenes)} scenes, lockstep, {suite.seeds} seeds each, 30 hiding "
-                 f"places for the search; one real-process run of each). {met} of {total} "
+        intro = (f"[docs/evidence.md](docs/evidence.md), written by `{command}` from the "
+                 f"scenario suite (`scenarios/suite.toml`: "
+                 f"{len(suite.scenes)} scenes, lockstep, {plan.describe(suite)} each; "
+                 f"{len(real)} real-process run(s)). {met} of {total} "
                  "targets met. Each target is shown on its **worst** scene; the page gives "
                  "every scene and a figure per target.")
         if not write_readme_table(ROOT / "README.md", targets.readme_table(results), intro):

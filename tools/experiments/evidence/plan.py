@@ -24,14 +24,25 @@ VARIANTS = (AS_FILE, NAIVE, ORACLE, NONE)
 
 @dataclass(frozen=True)
 class Plan:
-    """How many seeds (None: the suite's, per scene), a shorter run (None: the files'),
-    and whether the real-process runs happen."""
+    """How many seeds (None: the suite's, per scene; never more), a shorter run (None: the
+    files'), whether the real-process runs happen and of which scenes (None: every scene
+    the suite marks ``real``)."""
 
     quick: bool
     seeds: int | None
     search_seeds: int | None
     duration: float | None
     real: bool
+    real_scenes: frozenset[str] | None = None
+
+    def describe(self, suite: Suite) -> str:
+        """Seeds per scene, as run: "10 seeds (30 places for the search)"."""
+        counts = sorted({len(seeds_of(s, self)) for s in suite.scenes if s.kind != "search"})
+        places = sorted({len(seeds_of(s, self)) for s in suite.scenes if s.kind == "search"})
+        text = "/".join(map(str, counts)) + " seed" + ("" if counts == [1] else "s")
+        if places:
+            text += f" ({'/'.join(map(str, places))} hiding places for the search)"
+        return text
 
 
 FULL = Plan(False, None, None, None, True)
@@ -92,10 +103,11 @@ def jobs_for(suite: Suite, plan: Plan) -> list[Job]:
 
 
 def real_jobs(suite: Suite, plan: Plan) -> list[Job]:
-    """One real-process run of each scene (seed 1, as the file says)."""
+    """One real-process run of each scene (seed 1, as the file says), or of the plan's."""
     if not plan.real:
         return []
-    return [Job(s.name, str(s.file), AS_FILE, 1, plan.duration) for s in suite.scenes if s.real]
+    return [Job(s.name, str(s.file), AS_FILE, 1, plan.duration) for s in suite.scenes
+            if s.real and (plan.real_scenes is None or s.name in plan.real_scenes)]
 
 
 @dataclass(frozen=True)

@@ -28,15 +28,15 @@ class Section:
 
 
 def write(sections: Sequence[Section], out: Path, *, quick: bool, measured: str,
-          extra: dict[str, Any]) -> Path:
+          extra: dict[str, Any], command: str = "python -m tools.experiments.evidence") -> Path:
     md = out / "evidence.md"
     head = [
         "# Evidence",
         "",
         *(["**QUICK RUN** (`--quick`): few seeds, no real-process runs, a smoke test of the "
            "pipeline; these numbers are not the evidence.", ""] if quick else []),
-        "Written by `python -m tools.experiments.evidence" + (" --quick" if quick else "")
-        + f"` from the scenario suite (`scenarios/suite.toml`): {measured}. Every lockstep "
+        f"Written by `{command}` from the scenario suite (`scenarios/suite.toml`): "
+        f"{measured}. Every lockstep "
         "run is deterministic: `stigmesh run --lockstep scenarios/FILE.toml --seed N` "
         "reproduces it exactly. Errors are against the world's ground truth, measured by "
         "`tools.replay` from the run logs on a 10 Hz time base, and only while the agent "
