@@ -241,3 +241,33 @@ def test_added_actions_are_validated_and_star_skips_dead_agents() -> None:
     assert more.with_fusion("none").setup("hazel").fusion == "none"
     with pytest.raises(ValueError):
         s.with_seed(-1)
+
+
+def test_a_hidden_target_stands_at_its_seeds_place_out_of_every_view(tmp_path: Path) -> None:
+    from tools.experiments.hiding import arena_text, materialise
+    from tools.replay.metrics.footprint import camera_of, sees
+    from worlds.arena import load_arena
+
+    search = load_scenario(SCENARIO_DIR / "hidden_search.toml")
+    assert search.hide is not None
+    x0, y0, x1, y1 = search.hide.box
+    places = [search.with_seed(k).target_place for k in range(1, 31)]
+    assert len(set(places)) == 30 and places == [search.with_seed(k).target_place
+                                                 for k in range(1, 31)]
+    arena = search.arena
+    cameras = [camera_of(arena, c.x, c.y, c.heading) for c in arena.cars]
+    for place in places:
+        assert place is not None and x0 <= place[0] <= x1 and y0 <= place[1] <= y1
+        assert not any(sees(arena, cam, [place[0]], [place[1]])[0] for cam in cameras)
+    # the run's arena file: the arena's own, the target standing at the place
+    one = search.with_seed(7)
+    run = materialise(one, tmp_path)
+    assert run.arena.source == str(tmp_path / "arena.toml")
+    assert load_arena(tmp_path / "arena.toml").target == one.arena.target
+    assert arena_text(load_scenario(SCENARIO_DIR / "default.toml")) is None
+    bad = (SCENARIO_DIR / "hidden_search.toml").read_text().replace(
+        "hide_in = [0.3, 0.3, 7.7, 5.7]", "hide_in = [9.0, 9.0, 9.5, 9.5]")
+    (tmp_path / "bad.toml").write_text(bad.replace('"arenas/hidden.toml"',
+                                                   f'"{SCENARIO_DIR}/arenas/hidden.toml"'))
+    with pytest.raises(ScenarioError, match="does not meet the room"):
+        load_scenario(tmp_path / "bad.toml")

@@ -140,6 +140,7 @@ def _real_mode_problem(scenario: Scenario) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from tools.experiments.hiding import materialise
     from tools.experiments.scenario import Kill, ScenarioError, timeline
     from tools.experiments.scenario_file import find_scenario, load_scenario
     from tools.swarmkey import KeyFileError
@@ -162,10 +163,13 @@ def main(args: argparse.Namespace) -> int:
     problem = prepare_run_dir(run_dir, scenario)
     if problem is not None:
         return _fail(problem)
+    scenario = materialise(scenario, run_dir)  # a hidden target's arena: RUN_DIR/arena.toml
     mode = "lockstep" if args.lockstep else "real"
     ops = timeline(scenario)
+    place = scenario.target_place
+    hidden = f", target hidden at ({place[0]:g}, {place[1]:g})" if place is not None else ""
     print(f"{PROG}: {scenario.name} ({mode}): {', '.join(scenario.names)} in "
-          f"{scenario.arena.name}, {scenario.duration:g} s, seed {scenario.seed}, "
+          f"{scenario.arena.name}, {scenario.duration:g} s, seed {scenario.seed}{hidden}, "
           f"{len(ops)} scheduled step(s); logs in {run_dir}", flush=True)
     progress = Progress(scenario.duration, args.quiet, every=10.0 if args.lockstep else 5.0)
     interrupted = False

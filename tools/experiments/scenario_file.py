@@ -33,9 +33,7 @@ from tools.experiments.scenario import (
     Scene,
     Suite,
     WorldAction,
-    check_arena_text,
     check_seed,
-    hidden,
     liar_of,
     timeline,
 )
@@ -312,6 +310,8 @@ def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None 
     _check_config(scenario)
     timeline(scenario)
     if hide is not None:
+        from tools.experiments.hiding import check_arena_text, hidden
+
         scenario = hidden(scenario)
         check_arena_text(scenario)
     return scenario

@@ -155,8 +155,8 @@ def build(trial: Trial) -> Scenario:
 def run_trial(trial: Trial, scenario: Scenario | None = None) -> dict[str, Any]:
     """Run one trial in lockstep and measure it; never raises (an error is a result).
     ``scenario``: the trial already built (:func:`build`), as a cluster's task ships it."""
+    from tools.experiments.hiding import materialise
     from tools.experiments.lockstep import run_scenario
-    from tools.experiments.scenario import materialise
 
     began = time.perf_counter()
     out: dict[str, Any] = {"label": trial.label, "seed": trial.seed, "fusion": trial.fusion,

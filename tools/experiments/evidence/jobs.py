@@ -30,9 +30,10 @@ import numpy as np
 
 from tools.experiments.cluster import ROOT, Cluster, file_digest, source_files
 from tools.experiments.evidence.plan import Job
+from tools.experiments.hiding import arena_text, materialise
 from tools.experiments.measure import analysis_of, series_of, trial_metrics
 from tools.experiments.progress import progress_bar
-from tools.experiments.scenario import Scenario, arena_text, liar_of, materialise
+from tools.experiments.scenario import Scenario, liar_of
 
 LIBRARIES = ("numpy", "scipy", "pybullet", "msgpack")
 Say = Callable[[str], None]
