@@ -2,7 +2,8 @@
 
 Per agent: median and 95th-percentile track position error after the first
 ``settle`` seconds, median track uncertainty, agreement with the other agents,
-bytes per second sent, datagrams rejected by reason. Read from the logs only.
+bytes per second sent, datagrams rejected by reason (and the peer TRACKs the
+reputation refused, as ``reputation``). Read from the logs only.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from protocol.runlog import process_logs, read_run_log, rejection
+
+REPUTATION = "reputation"  # the reason a distrusted peer's TRACK is counted under
 
 
 @dataclass
@@ -114,6 +117,8 @@ def summarize(run_dir: Path, names: list[str], settle: float = 20.0) -> RunSumma
                     s.bytes_sent += len(raw) * 3 // 4 - raw.endswith("=") - raw.endswith("==")
                 elif (refused := rejection(line)) is not None:
                     s.rejected[refused[0]] += refused[1]
+                elif event == "peer_track" and line.get("outcome") == "distrusted":
+                    s.rejected[REPUTATION] += 1  # a valid TRACK not fused: its sender is distrusted
                 elif event == "detection" and s.first_detection is None:
                     s.first_detection = t - start
                 elif event == "belief" and isinstance(line.get("track"), dict):
