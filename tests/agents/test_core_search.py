@@ -210,3 +210,13 @@ def test_bucket_bounds_looks_per_second() -> None:
     assert sum(bucket.take(0.0) for _ in range(40)) == 16
     assert sum(bucket.take(1.0) for _ in range(40)) == 8
     assert sum(bucket.take(100.0) for _ in range(40)) == 16
+
+
+def test_the_belief_log_carries_the_search_counters_not_the_map() -> None:
+    core = AgentCore(config(), t0=0.0)
+    _make_looks(core, 3)
+    core.tick(1.0)
+    beliefs = [r.fields for r in core.take_outputs().records if r.event == "belief"]
+    assert beliefs and beliefs[-1]["search"]["looks_made"] == 3
+    assert beliefs[-1]["search"]["shape"] == (20, 20)
+    assert "search_f32" not in beliefs[-1]  # a re-run rebuilds the map; the log is smaller
