@@ -123,7 +123,7 @@ def test_a_scheduler_runs_the_tasks_and_refuses_workers_of_other_code(tmp_path: 
 
     # A scheduler on loopback with one worker thread in this process: this checkout's code.
     local = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
-                         host="127.0.0.1", dashboard_address=None)
+                         host="127.0.0.1", dashboard_address="127.0.0.1:0")
     with local, Cluster(local.scheduler_address) as cluster:
         assert cluster.workers == 1 and "1 worker" in cluster.describe()
         assert sorted(cluster.map(_square, [1, 2, 3], _lost)) == [(0, 1), (1, 4), (2, 9)]
@@ -134,7 +134,7 @@ def test_a_scheduler_runs_the_tasks_and_refuses_workers_of_other_code(tmp_path: 
         shutil.copytree(ROOT / d, copy / d, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "tools" / "experiments" / "__init__.py").write_text('"""Another checkout."""\n')
     with LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
-                      dashboard_address=None) as remote:
+                      dashboard_address="127.0.0.1:0") as remote:
         worker = subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", remote.scheduler_address,
              "--nthreads", "1", "--nworkers", "1", "--host", "127.0.0.1", "--no-dashboard"],

@@ -82,7 +82,9 @@ class Cluster:
         if self.scheduler is None:
             self._cluster = LocalCluster(
                 n_workers=self.workers, threads_per_worker=1, processes=True,
-                dashboard_address=None, silence_logs=logging.ERROR,
+                # the scheduler's HTTP endpoint starts even without a dashboard: a free
+                # loopback port, not the fixed 8787 another sweep may hold
+                host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
             )  # fmt: skip
             self.client = Client(self._cluster)
             return self
