@@ -26,9 +26,13 @@ against them confirms a lie once it has spread):
 
 :meth:`ReputationTable.judge` turns a TRACK's evidence into a verdict: it fails
 when the witness disagrees or the views refute it, passes when the witness
-agrees or a view saw the target there, and is no verdict otherwise.
-:meth:`ReputationTable.judge_cells` does the same for the hot cells of a
-PATCH. The caller checks once per new measurement of the peer.
+agrees or a view saw the target there, and is no verdict otherwise — nor when
+the own evidence contradicts itself (a view saw the target where the claim puts
+it, the witness elsewhere: the robot's own pose error, seen on the orbit with
+heading errors of 0.15-0.45 rad, would otherwise fail an honest peer).
+:meth:`ReputationTable.judge_cells` judges the hot cells of a PATCH, which can
+fail but never pass (they may hold this robot's own belief, sent back). The
+caller checks once per new measurement of the peer.
 """
 
 from __future__ import annotations
@@ -84,7 +88,6 @@ class Reason(StrEnum):
     SEEN_EMPTY = "seen_empty"
     SEEN_THERE = "seen_there"
     CELLS_SEEN_EMPTY = "cells_seen_empty"
-    CELLS_SEEN_THERE = "cells_seen_there"
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,11 @@ class ReputationTable:
         refuting = views.refuting if views is not None else 0
         supporting = views.supporting if views is not None else 0
         refuted = views is not None and views.refutes(p.min_refuting_views)
+        if agrees is False and supporting > 0:
+            # The own evidence contradicts itself: the camera saw the target where the claim
+            # puts it, the witness (the same detections, through the robot's own pose) puts
+            # it elsewhere. Nothing is known against the peer.
+            return None
         if agrees is False:
             passed, reason = False, Reason.WITNESS_DISAGREES
         elif refuted:
@@ -170,19 +178,18 @@ class ReputationTable:
         """Judge a PATCH's new hot cells (one :class:`ViewEvidence` each) and record it.
 
         It fails when at least ``min_refuted_cells`` cells, and more than were seen with
-        the target, are refuted by the own views; it passes when a cell was seen with the
-        target and no more were refuted; otherwise no verdict.
+        the target, are refuted by the own views; otherwise no verdict. A PATCH never
+        passes: its cells hold what the peer fused from others, this robot included, so a
+        cell where the own camera saw the target may be this robot's own belief sent back
+        (trust is earned by the peer's TRACKs, checked once per own measurement of it).
         """
         p = self.params
         refuted = sum(1 for c in cells if c.refutes(p.min_refuting_views))
         seen = sum(1 for c in cells if c.supporting > 0)
-        if refuted >= p.min_refuted_cells and refuted > seen:
-            passed, reason = False, Reason.CELLS_SEEN_EMPTY
-        elif seen > 0 and seen >= refuted:
-            passed, reason = True, Reason.CELLS_SEEN_THERE
-        else:
+        if not (refuted >= p.min_refuted_cells and refuted > seen):
             return None
-        return CheckOutcome(passed, reason, self.record(peer, passed), math.nan, refuted, seen)
+        return CheckOutcome(False, Reason.CELLS_SEEN_EMPTY, self.record(peer, False), math.nan,
+                            refuted, seen)
 
     def peers(self) -> dict[str, float]:
         """Score of every peer checked so far."""

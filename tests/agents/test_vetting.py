@@ -154,10 +154,10 @@ def test_patch_hot_cells_where_the_camera_sees_nothing_fail_the_patch() -> None:
 
 def test_a_liar_among_observers_is_distrusted_and_the_track_starts_over_from_the_witness() -> None:
     core = core_with_peer()
-    records = run(core, 3.0, claim=(2.5, 2.5), seen=(2.6, 3.3))  # the target 0.8 m off the lie
+    records = run(core, 3.0, claim=(2.0, 2.0), seen=(3.2, 2.9))  # the target 1.5 m off the lie
     checks = [f for e, f in records if e == "peer_track" and f["check"] is not None]
     assert checks and not any(f["check"] for f in checks)
     assert "witness_disagrees" in {f["check_reason"] for f in checks}
     distrusted = [f for e, f in records if e == "peer_distrusted"]
     assert len(distrusted) == 1 and distrusted[0]["track"] == "witness"
-    assert np.hypot(*(core.track.position - (2.6, 3.3))) < 0.1  # the own detections only
+    assert np.hypot(*(core.track.position - (3.2, 2.9))) < 0.1  # the own detections only

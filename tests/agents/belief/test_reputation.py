@@ -134,7 +134,19 @@ def test_the_witness_decides_before_the_views_and_a_refutation_still_fails() -> 
     assert outcome.reason is Reason.WITNESS_DISAGREES and outcome.nis > 9.21
 
 
-def test_patch_cells_fail_on_a_majority_of_refuted_cells() -> None:
+def test_own_evidence_that_contradicts_itself_judges_nothing() -> None:
+    """The camera saw the target where the claim puts it, the witness (the same detections
+    through the robot's own, off, pose) puts it elsewhere: nothing is known of the peer."""
+    table = ReputationTable()
+    own = _claim(TRUTH, 0.0025)
+    off = _claim(TRUTH + np.array([0.4, 0.0]), 0.0025)  # 0.4 m away: nis 32 against own
+    assert table.judge("hazel", off, own, ViewEvidence(0, 1, 3)) is None
+    assert table.peers() == {}
+    outcome = table.judge("hazel", off, own, ViewEvidence(0, 0, 3))  # nothing seen there
+    assert outcome is not None and outcome.reason is Reason.WITNESS_DISAGREES
+
+
+def test_patch_cells_fail_on_a_majority_of_refuted_cells_and_never_pass() -> None:
     table = ReputationTable()
     empty, seen, unknown = ViewEvidence(2, 0, 3), ViewEvidence(0, 1, 3), ViewEvidence(0, 0, 3)
     outcome = table.judge_cells("liar", [empty, empty, empty, unknown])
@@ -142,6 +154,8 @@ def test_patch_cells_fail_on_a_majority_of_refuted_cells() -> None:
     assert outcome.reason is Reason.CELLS_SEEN_EMPTY and outcome.refuting == 3
     # One refuted cell is not enough (a blob's edge), and seen cells outweigh refuted ones.
     assert table.judge_cells("hazel", [empty, unknown]) is None
-    outcome = table.judge_cells("hazel", [empty, empty, seen, seen])
-    assert outcome is not None and outcome.passed and outcome.reason is Reason.CELLS_SEEN_THERE
+    assert table.judge_cells("hazel", [empty, empty, seen, seen]) is None
+    # Cells where the own camera saw the target may be this robot's own belief sent back.
+    assert table.judge_cells("hazel", [seen, seen, seen]) is None
     assert table.judge_cells("hazel", [unknown, unknown]) is None
+    assert "hazel" not in table.peers()
