@@ -43,8 +43,8 @@ from worlds.arena import load_arena, shipped_arena
 DURATION = 22.0
 ARENA = load_arena(shipped_arena("two_cars"))
 ROOM = room_cells_of(ARENA.room.size_x, ARENA.room.size_y, 0.1)
-# The module's lockstep run and each command's re-run of both agents take ~40 s on a quiet
-# machine and twice that beside three other engineers' tests: more than the default 60 s.
+# A command's re-run of both agents took 15-20 s beside other tests (load 11-14 on two
+# cores), and the first test also makes the module's lockstep run: over the default 60 s.
 pytestmark = pytest.mark.timeout(240)
 
 
