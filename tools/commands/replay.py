@@ -75,6 +75,7 @@ def _print_latency(lat: dict[str, Any]) -> None:
 def main(args: argparse.Namespace) -> int:
     from agents.belief.params import GridParams
     from tools.replay import figures
+    from tools.replay.faults import faults_of
     from tools.replay.load import NotARunError, find_arena, load_run
     from tools.replay.metrics import analyse, latency_summary, room_cells_of
     from tools.replay.report import fmt, rerun_table, write_report
@@ -131,9 +132,11 @@ def main(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         return _fail(f"cannot create {out}: {e.strerror or e}", EXIT_USAGE)
-    drawn = figures.draw_all(an, out, reruns)
+    faults = faults_of(run, {n: ag.wire.rejected for n, ag in an.agents.items()})
+    drawn = figures.draw_all(an, out, reruns, faults)
     _say(f"drew {len(drawn)} figures")
-    md, js = write_report(an, out, drawn, rerun=rerun_summary, arena_note=arena_note)
+    md, js = write_report(an, out, drawn, rerun=rerun_summary, arena_note=arena_note,
+                          faults=faults)
     _print_latency(latency_summary(an.latency))
     for name, ag in an.agents.items():
         errors = ag.metrics.get("errors", {})

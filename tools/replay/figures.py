@@ -17,9 +17,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from tools.replay.fault_figures import draw_published, shade
+from tools.replay.fault_figures import reputation as reputation_figure
+from tools.replay.faults import Faults
 from tools.replay.metrics import (
     SETTLE,
     Analysis,
+    FloatArray,
     GridRecord,
     nees_bounds,
     track_errors,
@@ -89,7 +93,7 @@ def _over_time(
     return fig, [fig.add_subplot(rows, 1, k + 1) for k in range(rows)]
 
 
-def uncertainty(an: Analysis, out: Path) -> Path | None:
+def uncertainty(an: Analysis, out: Path, faults: Faults | None = None) -> Path | None:
     """Grid mean var (dashed) and track trace(P)/4 (solid) over time, per agent."""
     figure = _over_time(an, 1, 4.5)
     if figure is None:
@@ -101,6 +105,7 @@ def uncertainty(an: Analysis, out: Path) -> Path | None:
         if ag.grids:
             t = an.rel([g.t for g in ag.grids])
             ax.plot(t, ag.grid_var, color=c, lw=1.2, ls="--", label=f"{name} grid mean var")
+    shade(ax, an, faults)
     ax.axhline(0.15, color="0.5", ls=":", lw=1.0, label="0.15 (seed: track after 20 s)")
     ax.axvline(SETTLE, color="0.8", lw=0.8)
     ax.set_ylim(0.0, 1.1)
@@ -112,7 +117,7 @@ def uncertainty(an: Analysis, out: Path) -> Path | None:
     return _save(fig, out / "uncertainty.png")
 
 
-def speed(an: Analysis, out: Path) -> Path | None:
+def speed(an: Analysis, out: Path, faults: Faults | None = None) -> Path | None:
     """Track speed over time, the speed at the moments of detection, and the true speed."""
     figure = _over_time(an, 1, 4.5)
     if figure is None:
@@ -139,6 +144,7 @@ def speed(an: Analysis, out: Path) -> Path | None:
             lw=1.5,
             label="true speed",
         )
+    shade(ax, an, faults)
     _cap(ax, 3.0)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("speed (m/s)")
@@ -148,7 +154,7 @@ def speed(an: Analysis, out: Path) -> Path | None:
     return _save(fig, out / "speed.png")
 
 
-def trajectories(an: Analysis, out: Path) -> Path | None:
+def trajectories(an: Analysis, out: Path, faults: Faults | None = None) -> Path | None:
     """Per agent: the true paths of the target and the cars, estimates coloured by uncertainty."""
     if not an.agents:
         return None
@@ -164,6 +170,16 @@ def trajectories(an: Analysis, out: Path) -> Path | None:
             for j, (car, xy) in enumerate(sorted(an.truth.cars.items())):
                 ax.plot(xy[:, 0], xy[:, 1], color=_colour(j), lw=0.8, alpha=0.7,
                         label=f"{car} (truth)")  # fmt: skip
+        liar = faults.liars.get(name) if faults is not None else None
+        if liar is not None:  # its series mixes the lies it sent with its own belief
+            draw_published(ax, liar)
+            _frame(ax, an)
+            ax.set_aspect("equal")
+            ax.set_title(f"{name}: private and published track")
+            ax.set_xlabel("x (m)")
+            ax.set_ylabel("y (m)")
+            ax.legend(fontsize=7, loc="upper right")
+            continue
         ok = ag.series.valid
         scatter = ax.scatter(
             ag.series.x[ok, 0],
@@ -186,7 +202,7 @@ def trajectories(an: Analysis, out: Path) -> Path | None:
     return _save(fig, out / "trajectories.png")
 
 
-def errors(an: Analysis, out: Path) -> Path | None:
+def errors(an: Analysis, out: Path, faults: Faults | None = None) -> Path | None:
     """Position and velocity error over time per agent, and the agents' disagreement."""
     figure = _over_time(an, 3, 7.5, truth=True)
     if figure is None:
@@ -198,10 +214,19 @@ def errors(an: Analysis, out: Path) -> Path | None:
             continue
         axes[0].plot(t, ag.errors.pos_err, color=_colour(i), lw=1.0, label=name)
         axes[1].plot(t, ag.errors.vel_err, color=_colour(i), lw=1.0, label=name)
+        liar = faults.liars.get(name) if faults is not None else None
+        if liar is not None and an.truth is not None:
+            for tt, xy, style, what in ((liar.private_t, liar.private_xy, "-.", "private"),
+                                        (liar.published_t, liar.published_xy, ":", "published")):
+                if tt.size:
+                    err = np.hypot(*(xy - an.truth.target_at(tt)[:, :2]).T)
+                    axes[0].plot(an.rel(tt), err, ls=style, color=_colour(i), lw=1.0,
+                                 label=f"{name} {what} track")
     for k, ((a, b), d) in enumerate(an.agreement.items()):
         axes[2].plot(t, d, color=_colour(k), lw=1.0, label=f"{a} – {b}")
     labels = ("position error (m)", "velocity error (m/s)", "distance between tracks (m)")
     for ax, label, top in zip(axes, labels, (_span(an), 5.0, _span(an)), strict=True):
+        shade(ax, an, faults, legend=ax is axes[0])
         _cap(ax, top)
         ax.set_ylabel(label)
         ax.axvline(SETTLE, color="0.8", lw=0.8)
@@ -213,7 +238,7 @@ def errors(an: Analysis, out: Path) -> Path | None:
     return _save(fig, out / "error.png")
 
 
-def nees(an: Analysis, out: Path) -> Path | None:
+def nees(an: Analysis, out: Path, faults: Faults | None = None) -> Path | None:
     """NEES of each track (4-state and position) with the two-sided 95 % chi-square bounds."""
     figure = _over_time(an, 2, 6.0, truth=True)
     if figure is None:
@@ -226,6 +251,7 @@ def nees(an: Analysis, out: Path) -> Path | None:
             if ag.errors is not None:
                 values = ag.errors.nees4 if dof == 4 else ag.errors.nees2
                 ax.plot(t, values, color=_colour(i), lw=0.8, label=name)
+        shade(ax, an, faults, legend=dof == 4)
         ax.axhline(lo, color="k", ls="--", lw=0.8)
         ax.axhline(hi, color="k", ls="--", lw=0.8, label="95 % bounds")
         ax.set_yscale("log")
@@ -258,11 +284,13 @@ def _nearest(grids: Sequence[GridRecord], t: float) -> GridRecord | None:
 
 
 def grid_snapshot(an: Analysis, t: float, out: Path) -> Path | None:
-    """mu (top) and var (bottom) of every agent side by side, at the record nearest ``t``."""
+    """The probability of the target per cell (top) and its variance (bottom) of every agent
+    side by side, at the record nearest ``t``: cells outside the room left blank, axes in
+    metres, the cars and the target (truth) in a legend."""
     names = [name for name, ag in an.agents.items() if ag.grids]
     if not names:
         return None
-    fig = Figure(figsize=(3.6 * len(names) + 1.2, 6.8))
+    fig = Figure(figsize=(3.6 * len(names) + 1.6, 7.2))
     c = an.cell_size
     mu_im = var_im = None
     axes_mu, axes_var = [], []
@@ -272,42 +300,66 @@ def grid_snapshot(an: Analysis, t: float, out: Path) -> Path | None:
         assert g is not None
         h, w = g.mu.shape
         extent = (g.origin[0] * c, (g.origin[0] + w) * c, g.origin[1] * c, (g.origin[1] + h) * c)
+        inside = g.inside(an.room_cells)
         ax_mu = fig.add_subplot(2, len(names), k + 1)
         ax_var = fig.add_subplot(2, len(names), len(names) + k + 1)
         axes_mu.append(ax_mu)
         axes_var.append(ax_var)
-        mu_im = ax_mu.imshow(g.mu, origin="lower", extent=extent, cmap="hot", vmin=0.0, vmax=1.0)
-        var_im = ax_var.imshow(
-            g.var, origin="lower", extent=extent, cmap="Blues_r", vmin=0.0, vmax=1.0
-        )
+        mu_im = ax_mu.imshow(np.where(inside, g.mu, np.nan), origin="lower", extent=extent,
+                             cmap="hot", vmin=0.0, vmax=1.0, interpolation="nearest")
+        var_im = ax_var.imshow(np.where(inside, g.var, np.nan), origin="lower", extent=extent,
+                               cmap="Blues_r", vmin=0.0, vmax=1.0, interpolation="nearest")
         for ax in (ax_mu, ax_var):
             _room(ax, an)
             if an.truth is not None:
                 tg = an.truth.target_at(g.t)[0]
-                ax.plot(tg[0], tg[1], "x", color="lime", ms=9, mew=2)
+                ax.plot(tg[0], tg[1], "x", color="lime", ms=9, mew=2, label="target (truth)")
                 for j, car in enumerate(sorted(an.truth.cars)):
                     xy = an.truth.car_at(car, g.t)[0]
-                    ax.plot(xy[0], xy[1], "o", color=_colour(j), ms=5, mec="w")
+                    ax.plot(xy[0], xy[1], "o", color=_colour(j), ms=6, mec="w", label=car)
+            ax.set_xlabel("x (m)", fontsize=8)
+            ax.set_ylabel("y (m)", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.set_aspect("equal")
             panels.append((ax, extent))
-        ax_mu.set_title(f"{name} mu, t = {an.rel(g.t):.0f} s", fontsize=9)
-        ax_var.set_title(f"{name} var", fontsize=9)
-    # One world frame for every panel, so that the same cell sits at the same place.
+        ax_mu.set_title(f"{name}: P(target), t = {an.rel(g.t):.0f} s", fontsize=9)
+        ax_var.set_title(f"{name}: variance", fontsize=9)
+    # One world frame for every panel, so that the same cell sits at the same place: the
+    # room when it is known (nothing drawn outside it), else the union of the windows.
     if an.room_cells is not None:
+        w_m, h_m = an.room_cells[0] * c, an.room_cells[1] * c
         for ax, _ in panels:
-            _frame(ax, an)
+            ax.set_xlim(0.0, w_m)
+            ax.set_ylim(0.0, h_m)
     else:
         box = np.array([e for _, e in panels])
         for ax, _ in panels:
             ax.set_xlim(box[:, 0].min(), box[:, 1].max())
             ax.set_ylim(box[:, 2].min(), box[:, 3].max())
     if mu_im is not None and var_im is not None:
-        fig.colorbar(mu_im, ax=axes_mu, shrink=0.8, label="mu")
-        fig.colorbar(var_im, ax=axes_var, shrink=0.8, label="var")
+        fig.colorbar(mu_im, ax=axes_mu, shrink=0.8, label="probability of the target in the cell")
+        fig.colorbar(var_im, ax=axes_var, shrink=0.8, label="variance of that probability")
+    handles, labels = axes_mu[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
     return _save(fig, out / f"grid_{an.rel(t):05.1f}s.png")
 
 
-def wire(an: Analysis, out: Path) -> Path | None:
-    """Bytes sent per second per agent, and bytes by message kind."""
+def wire_scale(per_second_kb: Sequence[FloatArray]) -> float:
+    """The top of the wire plot (KB/s): 1.5 times the 95th percentile of every agent's
+    per-second rate, so that a few seconds of start-up burst (snapshots to every new peer)
+    do not flatten the steady rate; never below the largest rate when nothing bursts."""
+    values = np.concatenate([np.asarray(v, dtype=np.float64) for v in per_second_kb]
+                            ) if per_second_kb else np.zeros(0)
+    if not values.size or not np.any(values > 0):
+        return 1.0
+    top = 1.5 * float(np.percentile(values, 95))
+    return float(values.max()) * 1.05 if values.max() <= top or top <= 0 else top
+
+
+def wire(an: Analysis, out: Path, faults: Faults | None = None) -> Path | None:
+    """KB sent per second per agent (a start-up burst beyond the scale is marked with its
+    peak), and KB by message kind over the run."""
     if not an.agents:
         return None
     fig = Figure(figsize=(9, 6.5))
@@ -315,24 +367,36 @@ def wire(an: Analysis, out: Path) -> Path | None:
     t0, t1 = an.t_start, an.run.t_end
     kinds = sorted({k for ag in an.agents.values() for k in ag.wire.tx_by_kind})
     width = 0.8 / max(1, len(an.agents))
+    rates = {name: ag.wire.per_second(t0, t1) for name, ag in an.agents.items()}
+    top = wire_scale([per_s / 1000.0 for _, per_s in rates.values()])
+    shade(ax_t, an, faults)
     for i, (name, ag) in enumerate(an.agents.items()):
-        starts, per_s = ag.wire.per_second(t0, t1)
-        ax_t.step(an.rel(starts), per_s, where="post", color=_colour(i), lw=1.0, label=name)
-        values = [ag.wire.tx_by_kind.get(k, {}).get("bytes", 0) for k in kinds]
+        starts, per_s = rates[name]
+        kb = per_s / 1000.0
+        ax_t.step(an.rel(starts), kb, where="post", color=_colour(i), lw=1.0, label=name)
+        over = np.flatnonzero(kb > top)
+        if over.size:
+            k = int(over[np.argmax(kb[over])])
+            ax_t.annotate(f"{name}: {kb[k]:.1f} KB/s at {an.rel(starts[k]):.0f} s (off scale)",
+                          (float(an.rel(starts[k])), top), xytext=(40, -14 - 11 * i),
+                          textcoords="offset points", fontsize=7, color=_colour(i),
+                          bbox={"fc": "w", "ec": "none", "alpha": 0.8})
+        values = [ag.wire.tx_by_kind.get(k, {}).get("bytes", 0) / 1000.0 for k in kinds]
         ax_k.bar(np.arange(len(kinds)) + i * width, values, width, color=_colour(i), label=name)
+    ax_t.set_ylim(0.0, top)
     ax_t.set_xlabel("time (s)")
-    ax_t.set_ylabel("bytes sent per second")
+    ax_t.set_ylabel("sent (KB/s)")
     ax_t.set_title("On the wire")
-    ax_t.legend(fontsize=8)
+    ax_t.legend(fontsize=8, loc="upper right")
     ax_t.grid(alpha=0.3)
     ax_k.set_xticks(np.arange(len(kinds)) + 0.4 - width / 2, kinds)
-    ax_k.set_ylabel("bytes sent, whole run")
+    ax_k.set_ylabel("sent, whole run (KB)")
     ax_k.legend(fontsize=8)
     ax_k.grid(alpha=0.3, axis="y")
     return _save(fig, out / "wire.png")
 
 
-def coverage(an: Analysis, out: Path) -> Path | None:
+def coverage(an: Analysis, out: Path, faults: Faults | None = None) -> Path | None:
     """Cells searched now and ever per agent, and the overlap of their searched cells."""
     if not any(ag.grids for ag in an.agents.values()):
         return None
@@ -346,6 +410,8 @@ def coverage(an: Analysis, out: Path) -> Path | None:
                   label=f"{name} ever")  # fmt: skip
     for k, ((a, b), ov) in enumerate(an.overlap.items()):
         ax_j.plot(an.rel(ov["t"]), ov["jaccard"], color=_colour(k), label=f"{a} ∩ {b} / ∪")
+    shade(ax_n, an, faults)
+    shade(ax_j, an, faults, legend=False)
     where = "room" if an.room_cells is not None else "window"
     ax_n.set_ylabel(f"searched area in the {where} (m²)")
     ax_n.set_title(f"Coverage: cells with var < {an.coverage_var:g}")
@@ -360,7 +426,8 @@ def coverage(an: Analysis, out: Path) -> Path | None:
     return _save(fig, out / "coverage.png")
 
 
-def rerun(an: Analysis, reruns: Mapping[str, AgentRerun], out: Path) -> Path | None:
+def rerun(an: Analysis, reruns: Mapping[str, AgentRerun], out: Path,
+          faults: Faults | None = None) -> Path | None:
     """Recorded vs re-run convergence per agent: track uncertainty, grid var, position error."""
     if not reruns:
         return None
@@ -393,25 +460,29 @@ def rerun(an: Analysis, reruns: Mapping[str, AgentRerun], out: Path) -> Path | N
             axes[2].set_ylabel("position error (m)")
         axes[-1].set_xlabel("time (s)")
         for ax in axes:
+            shade(ax, an, faults, legend=ax is axes[0])
             ax.grid(alpha=0.3)
     return _save(fig, out / "rerun.png")
 
 
 def draw_all(
-    an: Analysis, out: Path, reruns: Mapping[str, AgentRerun] | None = None
+    an: Analysis, out: Path, reruns: Mapping[str, AgentRerun] | None = None,
+    faults: Faults | None = None,
 ) -> dict[str, Path]:
-    """Every figure; keys name them for the report."""
+    """Every figure; keys name them for the report. Fault windows (``faults``) are shaded on
+    every plot over time."""
     made: dict[str, Path | None] = {
-        "uncertainty": uncertainty(an, out),
-        "speed": speed(an, out),
-        "trajectories": trajectories(an, out),
-        "error": errors(an, out),
-        "nees": nees(an, out),
-        "coverage": coverage(an, out),
-        "wire": wire(an, out),
+        "uncertainty": uncertainty(an, out, faults),
+        "speed": speed(an, out, faults),
+        "trajectories": trajectories(an, out, faults),
+        "error": errors(an, out, faults),
+        "nees": nees(an, out, faults),
+        "coverage": coverage(an, out, faults),
+        "wire": wire(an, out, faults),
+        "reputation": reputation_figure(an, faults, out, _save) if faults is not None else None,
     }
     for k, t in enumerate(snapshot_times(an)):
         made[f"grid{k}"] = grid_snapshot(an, t, out)
     if reruns:
-        made["rerun"] = rerun(an, reruns, out)
+        made["rerun"] = rerun(an, reruns, out, faults)
     return {k: v for k, v in made.items() if v is not None}

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tools.replay.faults import Faults, faults_summary
 from tools.replay.metrics import (
     CONFIDENT_UNCERTAINTY,
     SETTLE,
@@ -30,7 +31,11 @@ FIGURE_CAPTIONS = {
     "with the two-sided 95 % chi-square bounds.",
     "coverage": "Cells searched (var below the threshold) now and ever, and the overlap "
     "of the cells the agents count as searched (intersection over union).",
-    "wire": "Bytes each agent sent per second, and by message kind over the run.",
+    "wire": "KB each agent sent per second (a start-up burst beyond the scale is marked with "
+    "its peak), and by message kind over the run.",
+    "reputation": "Each agent's score of each peer over time (a TRACK or PATCH that fails the "
+    "agent's own check lowers it); below the dotted threshold the peer is refused. Dashed: "
+    "the moment the agent first refused the peer.",
     "rerun": "Open-loop re-run: recorded (log), re-run with the recorded configuration, "
     "and re-run with the variant.",
 }
@@ -283,6 +288,38 @@ def _rerun_lines(rerun: Mapping[str, Any], figures: Mapping[str, Path]) -> list[
     return [*out, ""]
 
 
+def _fault_lines(faults: Mapping[str, Any]) -> list[str]:
+    """The faults section: the windows shaded on the figures, who refused whom and when."""
+    if not faults:
+        return []
+    out = ["## Faults and refusals", ""]
+    windows = faults.get("windows") or []
+    if windows:
+        out += [f"Fault windows (from {faults.get('windows_from')}; shaded on every plot over "
+                "time):", ""]
+        out += table(["from (s)", "to (s)", "kind", "what"],
+                     [[fmt(w["start_s"]), fmt(w["end_s"]), w["kind"], f"`{w['what']}`"]
+                      for w in windows])
+    else:
+        out.append(f"No fault was set in this run (from {faults.get('windows_from')}).")
+    out.append("")
+    for liar in faults.get("liars") or []:
+        out += [f"**{liar}** lied: the trajectories figure shows what it published (its TRACK "
+                "datagrams) apart from its private track (its belief records), and the error "
+                "figure the error of each.", ""]
+    firsts = faults.get("first_refused_s") or {}
+    counts = faults.get("refused_tracks") or {}
+    refused = [(pair, t) for pair, t in firsts.items() if t is not None]
+    if refused:
+        out += ["Peers refused (receiver → peer: first refused, peer TRACKs refused):", ""]
+        out += table(["receiver → peer", "first refused (s)", "TRACKs refused"],
+                     [[pair.replace("->", " → "), fmt(t), str(counts.get(pair, 0))]
+                      for pair, t in sorted(refused, key=lambda p: p[1])])
+    else:
+        out.append("No agent refused a peer.")
+    return [*out, ""]
+
+
 def render(
     metrics: Mapping[str, Any], figures: Mapping[str, Path], arena_note: str | None = None
 ) -> str:
@@ -356,17 +393,21 @@ def render(
         out += ["## On the wire", "", "Datagrams / bytes sent, by kind:", ""]
         out += table(["kind", *names], _wire_rows(agents))
         out.append("")
-        rejected = {n: _get(m, "wire.rx_rejected") or {} for n, m in agents.items()}
+        faults = metrics.get("faults") or {}
+        rejected = {n: (_get(faults, "rejected") or {}).get(n, _get(m, "wire.rx_rejected") or {})
+                    for n, m in agents.items()}
         if any(rejected.values()):
-            out += ["Received datagrams rejected, by reason:", ""]
+            out += ["Received datagrams rejected, by reason (`reputation`: a peer's TRACK "
+                    "refused because the receiver distrusts its sender):", ""]
             reasons = sorted({r for v in rejected.values() for r in v})
             out += table(
                 ["reason", *names], [[r, *(str(rejected[n].get(r, 0)) for n in names)]
                                      for r in reasons]
             )  # fmt: skip
         else:
-            out.append("No received datagram was rejected.")
+            out.append("No received datagram was rejected, and no peer was refused.")
         out.append("")
+    out += _fault_lines(metrics.get("faults") or {})
     out += ["## Figures", ""]
     for key, path in figures.items():
         if key == "rerun":
@@ -391,10 +432,13 @@ def write_report(
     *,
     rerun: Mapping[str, Any] | None = None,
     arena_note: str | None = None,
+    faults: Faults | None = None,
 ) -> tuple[Path, Path]:
     """Write ``report.md`` and ``metrics.json`` into ``out``; return their paths."""
     metrics = run_metrics(an)
     metrics["run"]["arena_used"] = arena_note
+    if faults is not None:
+        metrics["faults"] = faults_summary(faults, an.t_start)
     if rerun is not None:
         metrics["rerun"] = rerun
     metrics = jsonable(metrics)
