@@ -41,3 +41,7 @@ def test_a_plan_of_fewer_seeds_says_how_many_ran() -> None:
     assert len(jobs_for(suite, few)) == (5 + 4 * 2) * 3 + 2 * 6
     assert [j.key for j in real_jobs(suite, few)] == ["orbit-as_file-1", "liar_only-as_file-1"]
     assert len(real_jobs(suite, FULL)) == len(suite.scenes) and not real_jobs(suite, QUICK)
+    more = replace(few, scene_seeds=(("orbit", 6), ("liar_only", 20)))
+    assert more.describe(suite) == ("3 seeds (6 hiding places for the search); orbit 6, "
+                                    "liar_only 10")
+    assert len(jobs_for(suite, more)) == len(jobs_for(suite, few)) + 3 * 2 + 7 * 2

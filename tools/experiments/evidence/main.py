@@ -73,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "how many ran")
     parser.add_argument("--places", type=int, default=None, metavar="N",
                         help="at most N hiding places for a search scene (default: the suite's)")
+    parser.add_argument("--seeds-of", default=None, metavar="SCENE=N,...",
+                        help="at most N seeds (places) for these scenes, beside --seeds")
     parser.add_argument("--real", default=None, metavar="SCENE,...",
                         help="real-process runs of these scenes only (default: every scene)")
     parser.add_argument("--no-real", action="store_true", help="skip the real-process runs")
@@ -88,15 +90,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evidence: {exc}", flush=True)
         return 2
     plan = QUICK if args.quick else FULL
-    if args.seeds is not None or args.places is not None or args.real is not None:
+    if any(v is not None for v in (args.seeds, args.places, args.real, args.seeds_of)):
         only = frozenset(args.real.split(",")) if args.real else None
-        unknown = sorted((only or set()) - {s.name for s in suite.scenes})
-        if unknown or min(args.seeds or 1, args.places or 1) < 1:
+        try:
+            own = tuple((k, int(n)) for k, n in (item.split("=") for item in
+                                                  (args.seeds_of or "").split(",") if item))
+        except ValueError:
+            print(f"evidence: --seeds-of wants SCENE=N,..., not {args.seeds_of!r}", flush=True)
+            return 2
+        unknown = sorted(({*(only or ()), *(k for k, _ in own)}) - {s.name for s in suite.scenes})
+        if unknown or min(args.seeds or 1, args.places or 1, *(n for _, n in own)) < 1:
             print(f"evidence: no scene {', '.join(unknown)} in the suite" if unknown else
-                  "evidence: --seeds and --places are at least 1", flush=True)
+                  "evidence: --seeds, --places and --seeds-of are at least 1", flush=True)
             return 2
         plan = replace(plan, seeds=args.seeds or plan.seeds or 1000,
-                       search_seeds=args.places or plan.search_seeds, real_scenes=only)
+                       search_seeds=args.places or plan.search_seeds, real_scenes=only,
+                       scene_seeds=own)
     out: Path = args.out or (ROOT / "runs" / "evidence-quick" if args.quick else ROOT / "docs")
     figdir = out / "evidence"
     figdir.mkdir(parents=True, exist_ok=True)

@@ -34,15 +34,20 @@ class Plan:
     duration: float | None
     real: bool
     real_scenes: frozenset[str] | None = None
+    scene_seeds: tuple[tuple[str, int], ...] = ()  # (scene, at most N seeds) beside ``seeds``
 
     def describe(self, suite: Suite) -> str:
         """Seeds per scene, as run: "10 seeds (30 places for the search)"."""
-        counts = sorted({len(seeds_of(s, self)) for s in suite.scenes if s.kind != "search"})
-        places = sorted({len(seeds_of(s, self)) for s in suite.scenes if s.kind == "search"})
+        own = dict(self.scene_seeds)
+        counts = sorted({len(seeds_of(s, self)) for s in suite.scenes
+                         if s.kind != "search" and s.name not in own})
+        places = sorted({len(seeds_of(s, self)) for s in suite.scenes
+                         if s.kind == "search" and s.name not in own})
         text = "/".join(map(str, counts)) + " seed" + ("" if counts == [1] else "s")
         if places:
             text += f" ({'/'.join(map(str, places))} hiding places for the search)"
-        return text
+        extra = [f"{s.name} {len(seeds_of(s, self))}" for s in suite.scenes if s.name in own]
+        return text + (f"; {', '.join(extra)}" if extra else "")
 
 
 FULL = Plan(False, None, None, None, True)
@@ -90,8 +95,13 @@ def variants_of(scene: Scene) -> list[str]:
 
 
 def seeds_of(scene: Scene, plan: Plan) -> list[int]:
+    """Seeds 1..n: the scene's own count, capped by the plan's for that scene, else by the
+    plan's for every scene (a search scene: its places)."""
     n = scene.seeds
-    if plan.seeds is not None:
+    own = dict(plan.scene_seeds).get(scene.name)
+    if own is not None:
+        n = min(n, own)
+    elif plan.seeds is not None:
         n = min(n, plan.search_seeds or n) if scene.kind == "search" else min(n, plan.seeds)
     return list(range(1, n + 1))
 
@@ -129,6 +139,15 @@ class Results:
 
     def scenes(self, *kinds: str) -> list[Scene]:
         return [s for s in self.suite.scenes if not kinds or s.kind in kinds]
+
+    def honest(self, scene: str) -> list[str] | None:
+        """The agents whose own estimates count on ``scene``: all but its liar (whose logged
+        track mixes the lies it sent with its honest belief); None: every agent."""
+        from tools.experiments.scenario_file import load_scenario
+
+        scenario = load_scenario(self.suite.scene(scene).file)
+        found = liar_of(scenario)
+        return None if found is None else [n for n in scenario.names if n != found[0]]
 
     def liar(self, scene: str) -> tuple[str, float]:
         from tools.experiments.scenario_file import load_scenario

@@ -39,7 +39,9 @@ def section(results: Results) -> Section:
         "time to the swarm's first detection. Redundancy: Σ|Aᵢ|/|∪Aᵢ| of the cells the "
         "cameras covered per 10 s window (1: no two robots looked at the same cell; N: all "
         "looked at the same ones). KB/s: bytes each agent sent per second (1 KB = 1000 B). "
-        "Outside: logged estimates outside the room, over all seeds.",
+        "Outside: logged estimates outside the room, over all seeds. On a liar's scene the "
+        "error, NEES and outside columns are the honest agents' (the liar's logged track mixes "
+        "its lies with its own belief); a search's target stands still (no speed to judge).",
         "",
         "| scene | runs (failed) | error p50 / p95 / max (m) | held | NEES4 inside / mean | "
         "NEES2 inside / mean | speed within 10 % | 1st detection (s) | redundancy | "
@@ -50,12 +52,13 @@ def section(results: Results) -> Section:
     for sc in results.suite.scenes:
         runs = results.runs(sc.name, AS_FILE)
         good = ok(runs)
-        err = pooled(good, after=SETTLE)
+        honest = results.honest(sc.name)
+        err = pooled(good, after=SETTLE, agents=honest)
         row = {"p50": percentile(err, 50), "p95": percentile(err, 95),
                "max": percentile(err, 100)}
         cells = []
         for dof, (lo, hi) in ((4, b4), (2, b2)):
-            v = pooled(good, f"nees{dof}")
+            v = pooled(good, f"nees{dof}", agents=honest)
             inside = float(((v >= lo) & (v <= hi)).mean()) if v.size else None
             mean = float(v.mean()) if v.size else None
             row[f"nees{dof}_inside"], row[f"nees{dof}_mean"] = inside, mean
@@ -63,8 +66,10 @@ def section(results: Results) -> Section:
         n = sum(r["metrics"].get("speed_n") or 0 for r in good)
         within = sum((r["metrics"].get("speed_within_10") or 0) * (r["metrics"].get("speed_n")
                                                                   or 0) for r in good)
-        row["speed"] = within / n if n else None
-        outside = sum(r["metrics"].get("outside") or 0 for r in good)
+        row["speed"] = within / n if n and sc.kind != "search" else None
+        outside = sum(a.get("outside") or 0 for r in good
+                      for name, a in r["metrics"]["agents"].items()
+                      if honest is None or name in honest)
         data[sc.name] = row
         s.text.append(
             f"| {sc.name} | {len(runs)} ({len(runs) - len(good)}) | {fmt(row['p50'])} / "

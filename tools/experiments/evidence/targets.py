@@ -40,6 +40,10 @@ RECOVER_LIMIT, RECOVER_WITHIN = 0.3, 5.0  # m, s after the onset
 SEARCH_RATIO = 0.7
 LOSS_RATIO, LOSS_KBPS = 1.3, 4.0
 ALPHA = 0.05  # a comparison "with p-values" counts when p is below this
+# Wilcoxon's signed-rank test over n pairs cannot give a two-sided p below 2 / 2**n: below
+# 0.05 takes 6 pairs (seeds or places) at least.
+MIN_PAIRS = 6
+NO_P = f"p –: fewer than {MIN_PAIRS} paired seeds, no p below {ALPHA} possible"
 
 
 @dataclass
@@ -228,7 +232,7 @@ def evaluate(res: Results) -> list[Target]:
     b4 = nees_bounds(4)
     inside, means = {}, {}
     for s in every:
-        v = pooled(res.runs(s), "nees4")
+        v = pooled(res.runs(s), "nees4", agents=res.honest(s))
         inside[s] = float(np.mean((v >= b4[0]) & (v <= b4[1]))) if v.size else None
         means[s] = float(v.mean()) if v.size else None
     values, worst, met = _per_scene(res, every, inside.get, lambda v: v >= NEES_INSIDE,
@@ -236,7 +240,8 @@ def evaluate(res: Results) -> list[Target]:
     out.append(Target("nees_inside", f"NEES4 inside its 95 % bounds ≥ {NEES_INSIDE:.0%} of "
                       "the time", every, {s: fmt(v, "{:.1%}") for s, v in values.items()},
                       worst, fmt(values[worst], "{:.1%}"), met, "nees.png",
-                      "every held sample of every agent and seed, the whole run; "
+                      "every held sample of every agent (on a liar's scene: every honest "
+                      "agent) and seed, the whole run; "
                       f"bounds [{b4[0]:.2f}, {b4[1]:.1f}]", {"values": values}))
     lo, hi = NEES_MEAN
     values, worst, met = _per_scene(res, every, means.get, lambda v: lo <= v <= hi,
@@ -257,11 +262,13 @@ def evaluate(res: Results) -> list[Target]:
         worse = m_ci is not None and m_nv is not None and m_nv > m_ci and p is not None \
             and p < ALPHA
         shown.append(worse)
-        parts.append(f"{s}: {fmt(m_nv, '{:.2f}')} naive vs {fmt(m_ci, '{:.2f}')} CI (p {fp(p)})")
+        parts.append(f"{fmt(m_nv, '{:.2f}')} naive vs {fmt(m_ci, '{:.2f}')} CI ("
+                     + (f"p {fp(p)}" if len(ci) >= MIN_PAIRS else NO_P) + ")")
     out.append(Target(
         "naive", "CI and naive compared where naive fusion's failure can show", naive_scenes,
         dict(zip(naive_scenes, parts, strict=True)), naive_scenes[0] if naive_scenes else "–",
-        "; ".join(parts) or "no naive runs", bool(shown) and any(shown), "naive.png",
+        "; ".join(f"{s}: {v}" for s, v in zip(naive_scenes, parts, strict=True))
+        or "no naive runs", bool(shown) and any(shown), "naive.png",
         "median over seeds of each run's mean NEES4; met when naive's is higher with paired "
         f"p < {ALPHA} on at least one scene", comp))
 
@@ -337,7 +344,7 @@ def evaluate(res: Results) -> list[Target]:
             f"{SEARCH_RATIO}× no sharing (p < {ALPHA})", [sc.name],
             {sc.name: f"{fmt(ratio, '{:.2f}')}×"}, sc.name,
             f"{fmt(m_ci, '{:.1f}')} s vs {fmt(m_none, '{:.1f}')} s: {fmt(ratio, '{:.2f}')}×, "
-            f"p {fp(p)} over {len(ci)} places",
+            + (f"p {fp(p)}" if len(ci) >= MIN_PAIRS else NO_P) + f" over {len(ci)} places",
             ratio is not None and ratio <= SEARCH_RATIO and p is not None and p < ALPHA,
             "search.png", "median over the hidden places (a run that never detects counts "
             "as its duration); paired Wilcoxon", {"ci": ci, "none": none, "p": p}))
@@ -348,7 +355,8 @@ def evaluate(res: Results) -> list[Target]:
             "search_redundancy", f"search: footprint redundancy Σ|Aᵢ|/|∪Aᵢ| lower with "
             f"sharing (p < {ALPHA})", [sc.name], {sc.name: f"{fmt(m_rci, '{:.2f}')} vs "
                                                  f"{fmt(m_rnone, '{:.2f}')}"}, sc.name,
-            f"{fmt(m_rci, '{:.2f}')} with vs {fmt(m_rnone, '{:.2f}')} without, p {fp(p)}",
+            f"{fmt(m_rci, '{:.2f}')} with vs {fmt(m_rnone, '{:.2f}')} without, "
+            + (f"p {fp(p)}" if len(rci) >= MIN_PAIRS else NO_P),
             m_rci is not None and m_rnone is not None and m_rci < m_rnone and p is not None
             and p < ALPHA, "search.png", "cells the cameras covered from the start to the "
             "first detection (the whole run if none)", {"ci": rci, "none": rnone, "p": p}))
