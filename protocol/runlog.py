@@ -62,6 +62,31 @@ FLUSH_EVERY = 2.0  # s of the log's clock: a chunk is closed at least this often
 # Rare events that say what was done to a process close its chunk at once, so a kill
 # right after them (a scenario's fault, then its kill) cannot take them away.
 DURABLE = frozenset({"start", "faults_set", "byzantine", "fatal", "stop"})
+# Datagrams logged by their size only (RUNLOG.md): what a robot sent that nothing reads back
+# byte for byte. A re-run rebuilds the PATCHes and SNAPSHOTs an agent sent from its inputs;
+# the car link's frames are read for their times and kinds only. (None: every kind.)
+SIZE_ONLY: dict[str, frozenset[str] | None] = {
+    "tx": frozenset({"patch", "snapshot"}), "car_tx": None, "car_rx": None}
+
+
+def compact(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` as the log keeps it: a :data:`SIZE_ONLY` datagram's ``raw`` becomes its
+    ``size``."""
+    kinds = SIZE_ONLY.get(record["event"], frozenset())
+    raw = record.get("raw")
+    if isinstance(raw, bytes | bytearray) and (kinds is None or record.get("kind") in kinds):
+        record = {k: v for k, v in record.items() if k != "raw"}
+        record["size"] = len(raw)
+    return record
+
+
+def datagram_size(line: dict[str, Any]) -> int:
+    """A logged datagram's size: from its base64 ``raw``, else its ``size`` field."""
+    raw = line.get("raw")
+    if isinstance(raw, str):
+        return len(raw) * 3 // 4 - raw.endswith("=") - raw.endswith("==")
+    size = line.get("size")
+    return size if isinstance(size, int) and not isinstance(size, bool) else 0
 
 
 def _loggable(value: object) -> object:
@@ -141,7 +166,7 @@ class RunLog:
                 return
             for spec, data in self._painter.paint(record):  # may take the grid out of a belief
                 self._file.add(self._file.channel(spec), scene.nanoseconds(stamp), data)
-            self._batch.append(_pack(record))
+            self._batch.append(_pack(compact(record)))
             if self._batch_t is None:
                 self._batch_t = stamp
             self.lines += 1

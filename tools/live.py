@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocol.runlog import LogReader
+from protocol.runlog import LogReader, datagram_size
 
 LogFollower = LogReader  # read() returns the events a log completed since the last call
 
@@ -56,15 +56,6 @@ class Truth:
         return self.xy[i]
 
 
-def _size(line: dict[str, Any]) -> int:
-    """A datagram's size from its base64 ``raw`` (or its logged ``size``)."""
-    raw = line.get("raw")
-    if isinstance(raw, str):
-        return len(raw) * 3 // 4 - raw.endswith("=") - raw.endswith("==")
-    size = line.get("size")
-    return size if isinstance(size, int) else 0
-
-
 def absorb(view: AgentView) -> None:
     for line in view.follower.read():
         event = line.get("event")
@@ -80,8 +71,8 @@ def absorb(view: AgentView) -> None:
         elif event == "decision":
             view.mode = str(line.get("mode", "-"))
         elif event == "tx":
-            view.tx_bytes += _size(line)
+            view.tx_bytes += datagram_size(line)
         elif event == "rx":
-            view.rx_bytes += _size(line)
+            view.rx_bytes += datagram_size(line)
             if not line.get("ok"):
                 view.rejected += 1

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.runlog import process_logs, read_run_log, rejection
+from protocol.runlog import datagram_size, process_logs, read_run_log, rejection
 
 REPUTATION = "reputation"  # the reason a distrusted peer's TRACK is counted under
 
@@ -113,8 +113,7 @@ def summarize(run_dir: Path, names: list[str], settle: float = 20.0) -> RunSumma
                 start = t if start is None else start
                 end = t
                 if event == "tx":
-                    raw = line.get("raw", "")
-                    s.bytes_sent += len(raw) * 3 // 4 - raw.endswith("=") - raw.endswith("==")
+                    s.bytes_sent += datagram_size(line)
                 elif (refused := rejection(line)) is not None:
                     s.rejected[refused[0]] += refused[1]
                 elif event == "peer_track" and line.get("outcome") == "distrusted":

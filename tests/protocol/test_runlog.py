@@ -10,7 +10,16 @@ from pathlib import Path
 
 import numpy as np
 
-from protocol.runlog import FLUSH_EVERY, LogReader, ReadStats, RunLog, b64, log_path, read_run_log
+from protocol.runlog import (
+    FLUSH_EVERY,
+    LogReader,
+    ReadStats,
+    RunLog,
+    b64,
+    datagram_size,
+    log_path,
+    read_run_log,
+)
 from tests.support.clock import FakeClock
 
 
@@ -74,3 +83,21 @@ def test_a_chunk_closes_on_its_clock_and_at_once_after_a_durable_event(tmp_path:
     assert [e["event"] for e in reader.read()] == ["faults_set"]
     log.close()
     assert reader.read() == []
+
+
+def test_sent_grid_datagrams_and_car_frames_are_kept_by_size(tmp_path: Path) -> None:
+    """RUNLOG.md: a sent PATCH/SNAPSHOT and the car link's frames keep their size, not their
+    bytes; a TRACK, a received datagram and the core's inputs keep their bytes."""
+    log = RunLog(log_path(tmp_path, "walnut"), "walnut", FakeClock(1.0))
+    log.log("tx", to=None, kind="patch", raw=b"p" * 300)
+    log.log("tx", to=None, kind="snapshot", raw=b"s" * 900)
+    log.log("tx", to=None, kind="track", raw=b"t" * 120)
+    log.log("rx", src=["127.0.0.1", 1], ok=True, raw=b"r" * 200)
+    log.log("car_tx", kind="drive", raw=b"d" * 32)
+    log.log("car_rx", raw=b"c" * 48)
+    log.close()
+    lines = list(read_run_log(log_path(tmp_path, "walnut")))
+    kept = {(d["event"], d.get("kind")): ("raw" in d, datagram_size(d)) for d in lines}
+    assert kept == {("tx", "patch"): (False, 300), ("tx", "snapshot"): (False, 900),
+                    ("tx", "track"): (True, 120), ("rx", None): (True, 200),
+                    ("car_tx", "drive"): (False, 32), ("car_rx", None): (False, 48)}

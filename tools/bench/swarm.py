@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import base64
 import itertools
 import socket
 import statistics
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from protocol.runlog import log_path, read_run_log
+from protocol.runlog import datagram_size, log_path, read_run_log
 from protocol.swarm import SwarmSender, swarm_id_from_name
 from tools.procs import private_swarm, run_swarm
 from worlds.arena import shipped_arena
@@ -88,7 +87,7 @@ def _bytes(run: Path, name: str) -> tuple[float, float, float]:
     first = last = None
     for line in read_run_log(log_path(run, name)):
         if line["event"] == "tx":
-            size = len(base64.b64decode(line["raw"]))
+            size = datagram_size(line)
             total += size
             if line.get("kind") != "snapshot":
                 steady += size

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from protocol.runlog import rejection
+from protocol.runlog import datagram_size, rejection
 from tools.replay.load import ProcessLog, datagram_bytes
 from tools.replay.metrics.common import FloatArray
 
@@ -47,8 +47,7 @@ def wire_of(log: ProcessLog) -> Wire:
     for line in log.lines:
         event = line["event"]
         if event == "tx":
-            data = datagram_bytes(line)
-            n = len(data) if data is not None else 0
+            n = datagram_size(line)
             tx_t.append(line["t"])
             tx_bytes.append(n)
             kind = by_kind.setdefault(str(line.get("kind", "?")), {"datagrams": 0, "bytes": 0})
