@@ -70,7 +70,7 @@ def test_status_from_the_swarm_faults_over_tcp_and_a_wrong_key(tmp_path: Path) -
         # faults over TCP, with the swarm key, from "another host"
         at = f"{control[0]}:{control[1]}"
         cut = cli("faults", "walnut", "set", "drop=0.5", "--dir", "in", "--at", at,
-                  "--swarm-key", str(swarm.key_file))
+                  "--swarm-key", str(swarm.key_file), "--json")
         assert cut.returncode == 0, cut.stderr
         assert json.loads(cut.stdout)["faults"]["in"]["drop"] == 0.5
         wrong = cli("faults", "walnut", "clear", "--at", at, "--swarm-key", str(other_key))

@@ -165,8 +165,11 @@ def test_real_processes_follow_the_schedule(tmp_path: Path, capsys, monkeypatch)
     starts_h = [e for e in hazel if e["event"] == "start"]
     assert len(starts_h) == 2 and starts_h[0]["epoch"] != starts_h[1]["epoch"]
     assert starts_h[1]["t"] >= window[7][0]  # the restarted process, not a survivor
-    disarm = [e for e in world if e["event"] == "disarm" and e["car"] == 2]
-    assert disarm and disarm[0]["reason"] == "watchdog" and disarm[0]["t"] >= window[6][0]
+    # The kill stops hazel's car by its watchdog. (On a loaded machine a stalled agent can
+    # let the watchdog fire earlier too, and re-arm: that is the same safety path.)
+    disarm = [e for e in world if e["event"] == "disarm" and e["car"] == 2
+              and e["t"] >= window[6][0]]
+    assert disarm and disarm[0]["reason"] == "watchdog"
     drops = [e for e in world if e["event"] == "fault" and e["kind"] == "drop_link"]
     assert len(drops) == 1 and within(drops[0]["t"], 8)
     report = json.loads((run_dir / "report" / "metrics.json").read_text())
