@@ -338,9 +338,14 @@ class AgentCore:
         # the peers' cells), only older.
         if self.track.initialised:
             self.track.predict_to(max(now, self.track.time))
-            if now - self._track_info_at > self.config.track_timeout:
+            # Dropped after track_timeout without news, or once it says less than the room
+            # does (a lost target: the estimate widened in place instead of flying off).
+            spread = self.track.position_spread
+            if (now - self._track_info_at > self.config.track_timeout
+                    or spread > self.space.uninformed_spread):
                 self.track.reset()
-                self._emit("track_dropped", {"silent": now - self._track_info_at})
+                self._emit("track_dropped", {"silent": now - self._track_info_at,
+                                             "spread": spread})
         self.vetting.tick(now)
         t = self.track
         self.seeker.tick(dt, (float(t.state[0]), float(t.state[1]), t.covariance[:2, :2])

@@ -94,6 +94,14 @@ class FreeSpace:
         boxes = [(b.cx, b.cy, b.sx, b.sy) for b in room.obstacles]
         return cls(room.width, room.height, boxes, margin)
 
+    @property
+    def uninformed_spread(self) -> float:
+        """m: the standard deviation of a position anywhere across the room's shorter free side
+        (uniform: side / √12). A track whose position spread exceeds it says less than the
+        room itself does."""
+        r = self.inner
+        return min(r.x1 - r.x0, r.y1 - r.y0) / math.sqrt(12.0)
+
     def contains(self, x: float, y: float) -> bool:
         r = self.inner
         if not (r.x0 <= x <= r.x1 and r.y0 <= y <= r.y1):

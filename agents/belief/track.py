@@ -249,6 +249,13 @@ class TrackFilter:
         return math.hypot(x[2], x[3])
 
     @property
+    def position_spread(self) -> float:
+        """m: the standard deviation of the position along its most uncertain direction."""
+        P = self._shown()[1]
+        a, b, d = P[0, 0], 0.5 * (P[0, 1] + P[1, 0]), P[1, 1]
+        return math.sqrt(max(0.0, 0.5 * (a + d) + math.sqrt(0.25 * (a - d) ** 2 + b * b)))
+
+    @property
     def uncertainty(self) -> float:
         """trace(P) / 4 of the published 4-state (the figure the seed plots)."""
         return float(np.trace(self._shown()[1])) / 4.0

@@ -1,0 +1,43 @@
+"""The core's track is dropped once it says less than the room does: a lost target widens the
+estimate in place (it does not fly off) until its spread exceeds that of a position anywhere
+in the room, well before ``track_timeout`` when the target may manoeuvre hard."""
+
+from __future__ import annotations
+
+import math
+
+from agents.config import AgentConfig
+from agents.core import AgentCore
+from agents.room import Room
+from protocol.swarm import Heartbeat, Message, Mode, Track, swarm_id_from_name
+
+SWARM = swarm_id_from_name("core-track-test")
+PEER = ("127.0.0.9", 40000)
+
+
+def test_a_track_without_news_is_dropped_once_it_says_less_than_the_room() -> None:
+    core = AgentCore(AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
+                                 target_tag=100), t0=0.0)
+    body = Heartbeat(1.0, 1.0, 0.0, (0.1, 0.0, 0.0, 0.1, 0.0, 0.1), Mode.SEARCH, 0, 0, ())
+    core.on_message(Message(SWARM, "hazel", 7, 0, 0.0, body), PEER, 0.0)
+    core.peers["hazel"].clock.add_sample(0.0, 0.0, 0.0, 0.002)
+    cov = (0.01, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.04, 0.0, 0.04)
+    track = Track((2.5, 2.5, 1.0, 0.0), cov, 0.01, 3)
+    core.on_message(Message(SWARM, "hazel", 7, 1, 0.01, track), PEER, 0.01)
+    assert core.track.initialised
+    room_spread = core.space.uninformed_spread
+    assert room_spread == (5.0 - 2 * core.config.track.target_radius) / math.sqrt(12.0)
+    t, spreads = 0.0, []
+    while core.track.initialised:
+        t = round(t + 0.1, 6)
+        core.tick(t)
+        if core.track.initialised:
+            spreads.append(core.track.position_spread)
+            x, y = core.track.position
+            assert 0.0 < x < 5.0 and 0.0 < y < 5.0  # in the room all along
+    assert spreads == sorted(spreads) and spreads[-1] <= room_spread  # it only widened
+    dropped = [r.fields for r in core.take_outputs().records if r.event == "track_dropped"]
+    assert len(dropped) == 1 and dropped[0]["spread"] > room_spread
+    assert dropped[0]["silent"] < core.config.track_timeout
+    print(f"\ndropped {dropped[0]['silent']:.1f} s after the last news "
+          f"(spread {dropped[0]['spread']:.2f} m > {room_spread:.2f} m)")
