@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from protocol.runlog import log_path
-from tools.commands.view import LAYOUT, add_view_options, view_args
+from tools.commands.view import add_view_options, start_view
 from tools.live import AgentView, LogFollower, Truth, absorb
 from tools.procs import Swarm, claim_loopback, running
 from tools.swarmkey import write_key
@@ -141,22 +141,6 @@ def main(args: argparse.Namespace) -> int:
                   f"{swarm.procs[name].tail()}", file=sys.stderr)
         return 1
     return 130 if interrupted else 0
-
-
-def start_view(swarm: Swarm, swarm_name: str, port: int, ws_port: int, duration: float) -> None:
-    """``stigmesh view`` beside the swarm (stopped with it); prints the URL to open."""
-    proc = swarm.start_process("view", view_args(swarm.run_dir, swarm_name, port, ws_port,
-                                                 duration))
-    wait = time.monotonic() + 30.0
-    while time.monotonic() < wait and proc.alive():
-        text = proc.output.read_text(errors="replace") if proc.output.exists() else ""
-        for line in text.splitlines():
-            if line.strip().startswith("open "):
-                print(f"live view: {line.strip()[5:]}\n  in Foxglove, with the layout {LAYOUT}",
-                      flush=True)
-                return
-        time.sleep(0.1)
-    print(f"live view did not start:\n{proc.tail()}", file=sys.stderr, flush=True)
 
 
 def summary_table(run_dir: Path, names: list[str]) -> str:

@@ -3,7 +3,8 @@
 Real mode starts the world and every agent as separate processes, applies the
 schedule at its times (agents through their control sockets, the world through
 its own; ``kill`` is SIGKILL, ``restart`` a new process), shows a progress bar,
-stops everything at the end or on Ctrl-C. ``--lockstep`` runs the same world and
+stops everything at the end or on Ctrl-C; ``--view`` serves the live Foxglove view beside
+it and prints its URL (as ``demo --view``). ``--lockstep`` runs the same world and
 the same agent cores in this one process in virtual time, deterministic for a
 seed. Both write the same run directory (with ``scenario.toml`` and
 ``schedule.json`` beside the logs), then the replay report, then the summary.
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protocol.runlog import process_logs
+from tools.commands.view import add_view_options
 from tools.experiments.progress import AgentLine, Progress
 from tools.experiments.scenario import Scenario, TimedOp
 
@@ -47,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "near it when another run holds it)")
     p.add_argument("--no-report", action="store_true", help="skip the replay report")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_view_options(p)
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -159,6 +162,9 @@ def main(args: argparse.Namespace) -> int:
             return _fail(problem)
         if args.port is not None and not 1024 <= args.port <= 65535:
             return _fail("--port must be in 1024..65535")
+    elif args.view:
+        return _fail("--view needs real mode: a lockstep run has no network to watch "
+                     "(open its MCAP logs in Foxglove afterwards)")
     run_dir: Path = args.run_dir or default_run_dir(scenario, args.lockstep)
     problem = prepare_run_dir(run_dir, scenario)
     if problem is not None:
@@ -183,7 +189,8 @@ def main(args: argparse.Namespace) -> int:
         else:
             from tools.experiments.realrun import run_real
 
-            applied, codes = run_real(scenario, run_dir, args.port, progress)
+            applied, codes = run_real(scenario, run_dir, args.port, progress,
+                                      args.view_port if args.view else None)
     except (RuntimeError, KeyFileError) as exc:  # no free block or port; an unusable key
         signal.signal(signal.SIGINT, previous)
         return _fail(str(exc))

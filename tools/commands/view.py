@@ -21,9 +21,12 @@ import selectors
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.swarm.messages import DEFAULT_SWARM_PORT
+
+if TYPE_CHECKING:
+    from tools.procs import Swarm
 
 LAYOUT = Path(__file__).resolve().parents[1] / "view" / "stigmesh.layout.json"
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -59,6 +62,23 @@ def view_args(run_dir: Path, swarm: str, port: int, ws_port: int,
     args = ["view", "--swarm", swarm, "--port", str(port), "--run-dir", str(run_dir),
             "--ws-port", str(ws_port)]
     return [*args, "--duration", f"{duration:g}"] if duration is not None else args
+
+
+def start_view(swarm: Swarm, swarm_name: str, port: int, ws_port: int, duration: float) -> None:
+    """``stigmesh view`` beside the swarm (stopped with it; ``demo --view``, ``run --view``);
+    prints the URL to open."""
+    proc = swarm.start_process("view", view_args(swarm.run_dir, swarm_name, port, ws_port,
+                                                 duration))
+    wait = time.monotonic() + 30.0
+    while time.monotonic() < wait and proc.alive():
+        text = proc.output.read_text(errors="replace") if proc.output.exists() else ""
+        for line in text.splitlines():
+            if line.strip().startswith("open "):
+                print(f"live view: {line.strip()[5:]}\n  in Foxglove, with the layout {LAYOUT}",
+                      flush=True)
+                return
+        time.sleep(0.1)
+    print(f"live view did not start:\n{proc.tail()}", file=sys.stderr, flush=True)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -155,8 +155,10 @@ def _real_lines(run: RealRun, views: dict[str, Any], truth: Any) -> Callable[[],
 
 
 def run_real(scenario: Scenario, run_dir: Path, port: int | None,
-             progress: Progress) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Returns the applied schedule and the exit status of every process."""
+             progress: Progress, view_port: int | None = None
+             ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Returns the applied schedule and the exit status of every process; with ``view_port``
+    the live view runs beside the swarm (``stigmesh run --view``)."""
     from protocol.runlog import log_path
     from tools.experiments.scenario import timeline
     from tools.live import AgentView, LogFollower, Truth
@@ -173,6 +175,10 @@ def run_real(scenario: Scenario, run_dir: Path, port: int | None,
     truth = Truth(log_path(run_dir, "world"))
     with running(swarm):
         run.start()
+        if view_port is not None:
+            from tools.commands.view import start_view
+
+            start_view(swarm, run.swarm_name, port, view_port, scenario.duration + 10.0)
         run.loop(timeline(scenario), _real_lines(run, views, truth))
         progress.done()
     codes = {name: proc.popen.returncode for name, proc in swarm.procs.items()}
