@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from protocol.scene import GRID_LEVELS
 from tools.replay.load import ProcessLog, float32_grid
 from tools.replay.metrics.common import FloatArray
 from tools.replay.metrics.truth import Truth
@@ -20,14 +21,25 @@ COVERAGE_VAR = 0.5  # a cell counts as searched while its var is below this (var
 
 @dataclass(frozen=True)
 class GridRecord:
-    """One ``belief`` record: the window (float32 as logged, widened) and what came with it."""
+    """One ``belief`` record: the window and what came with it. The cells are kept as logged:
+    one byte a cell when they are protocol.scene's levels (a run log's grid; a long run's
+    grids are the bulk of a replay's memory), float32 otherwise; ``mu`` and ``var`` give the
+    float values the log's reader gives, exactly."""
 
     t: float
     origin: tuple[int, int]
-    mu: FloatArray
-    var: FloatArray
+    mu_cells: npt.NDArray[Any]
+    var_cells: npt.NDArray[Any]
     mean_var: float
     pose: tuple[float, float, float] | None
+
+    @property
+    def mu(self) -> FloatArray:
+        return widen(self.mu_cells)
+
+    @property
+    def var(self) -> FloatArray:
+        return widen(self.var_cells)
 
     def inside(self, room_cells: tuple[int, int] | None) -> npt.NDArray[np.bool_]:
         return window_inside(self.origin, (self.var.shape[0], self.var.shape[1]), room_cells)
@@ -41,6 +53,20 @@ class GridRecord:
         """Global cell keys (ix, iy packed in one int64) where ``mask`` is true."""
         rows, cols = np.nonzero(mask)
         return cell_keys(cols + self.origin[0], rows + self.origin[1])
+
+
+def widen(cells: npt.NDArray[Any]) -> FloatArray:
+    """Cell values as floats: levels (uint8) as the log's reader widens them."""
+    if cells.dtype == np.uint8:
+        return cells.astype(np.float32) / np.float32(GRID_LEVELS)  # type: ignore[return-value]
+    return cells
+
+
+def narrow(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``values`` as levels (uint8) when that loses nothing (they came from a run log's
+    grid), else unchanged."""
+    levels = np.round(np.clip(values, 0.0, 1.0) * GRID_LEVELS).astype(np.uint8)
+    return levels if np.array_equal(widen(levels), values) else values
 
 
 def window_inside(
@@ -84,8 +110,8 @@ def grid_records(log: ProcessLog) -> list[GridRecord]:
             GridRecord(
                 float(line["t"]),
                 origin,
-                mu,
-                var,
+                narrow(mu),
+                narrow(var),
                 float(mean_var) if isinstance(mean_var, int | float) else float(var.mean()),
                 (float(pose[0]), float(pose[1]), float(pose[2]))
                 if isinstance(pose, list) and len(pose) == 3
