@@ -26,6 +26,7 @@ from agents.drivers.runtime import (
 )
 from protocol.control import parse_address
 from protocol.robotfile import KEYS, Key, merge, missing, read_robot, to_toml
+from protocol.runlog import log_path
 from protocol.site import load_site, site_to_toml
 from protocol.swarm.messages import check_name
 from protocol.tomlfile import FileError
@@ -129,7 +130,7 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"stigmesh agent {s['name']}: car {car}, site {site.name}, interface {iface.name} "
         f"({iface.address}, broadcast {iface.broadcast}:{s['port']}), "
-        f"log {s['run_dir'] / (s['name'] + '.jsonl')}",
+        f"log {log_path(s['run_dir'], s['name'])}",
         flush=True,
     )
     runtime = AgentRuntime(options)
