@@ -47,26 +47,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 from scipy.ndimage import uniform_filter
-from scipy.sparse.csgraph import dijkstra
 
 from agents.checks import finite, require
 from agents.drive_model import DriveModel
 from agents.pose_geometry import wrap_angle
 from agents.room import Room
+from agents.shortest_paths import PathTrees
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int32]
 
 GRAPHS_KEPT = 4  # window placements whose graphs (and their trees) are kept
-TREES_KEPT = 64  # shortest-path trees kept per graph (one per source cell, ~50 KB each)
 
 
 class NavMode(StrEnum):
@@ -243,30 +242,13 @@ class _Graph:
 
     The graph depends only on the room and where the window lies, never on the
     belief, so the shortest-path tree from a cell is a function of that cell:
-    ``trees`` keeps the most recently used ones (read-only), and a decision from
+    ``paths`` keeps the most recently used ones (read-only), and a decision from
     a cell already planned from costs no Dijkstra, with the very same result.
     """
 
     key: tuple[float, float, float, int, int, Room]
     blocked: BoolArray
-    matrix: sparse.csr_matrix
-    trees: dict[int, tuple[FloatArray, IntArray]] = field(default_factory=dict)
-
-    def tree(self, source: int, shape: tuple[int, int]) -> tuple[FloatArray, IntArray]:
-        """Path lengths (shaped like the window) and predecessors from ``source``."""
-        tree = self.trees.pop(source, None)
-        if tree is None:
-            d, pred = dijkstra(
-                self.matrix, directed=False, indices=source, return_predecessors=True
-            )
-            dist = np.asarray(d, dtype=np.float64).reshape(shape)
-            dist.flags.writeable = False
-            pred.flags.writeable = False
-            tree = (dist, pred)
-            if len(self.trees) >= TREES_KEPT:
-                del self.trees[next(iter(self.trees))]  # the least recently used
-        self.trees[source] = tree
-        return tree
+    paths: PathTrees
 
 
 class Navigator:
@@ -514,7 +496,7 @@ class Navigator:
             (np.concatenate(costs), (np.concatenate(rows), np.concatenate(cols))),
             shape=(h * w, h * w),
         )
-        return _Graph(key, blocked, matrix)
+        return _Graph(key, blocked, PathTrees(matrix, (h, w)))
 
     @staticmethod
     def _cell_of(belief: BeliefView, point: tuple[float, float]) -> int | None:
@@ -557,7 +539,7 @@ class Navigator:
             dist = np.hypot(gx - x, gy - y)
             dist[graph.blocked] = np.inf
             return dist, None, None, graph
-        d, pred = graph.tree(source, shape)
+        d, pred = graph.paths.tree(source)
         sy, sx = divmod(source, shape[1])
         offset = math.hypot(float(belief.xs[sx]) - x, float(belief.ys[sy]) - y)
         return d + offset, pred, source, graph

@@ -51,10 +51,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
-from scipy.sparse.csgraph import dijkstra
 
 from agents.checks import finite, require
 from agents.room import Room
+from agents.shortest_paths import PathTrees
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -233,7 +233,7 @@ class SearchMap:
         # Neighbour pairs along x and y that both lie in free cells.
         self._both_x = (free[:, :-1] & free[:, 1:]).astype(np.float64)
         self._both_y = (free[:-1, :] & free[1:, :]).astype(np.float64)
-        self._graph: tuple[float, sparse.csr_matrix, BoolArray] | None = None
+        self._graph: tuple[float, PathTrees, BoolArray] | None = None
 
     # ------------------------------------------------------------------ state
 
@@ -382,8 +382,9 @@ class SearchMap:
 
     # ------------------------------------------------------------------ paths
 
-    def _free_graph(self) -> tuple[sparse.csr_matrix, BoolArray]:
-        """The 8-connected graph of cells at least ``clearance`` from every surface."""
+    def _free_graph(self) -> tuple[PathTrees, BoolArray]:
+        """The 8-connected graph of cells at least ``clearance`` from every surface (its
+        shortest-path trees, kept per source cell) and those cells."""
         clearance = self.params.clearance
         if self._graph is not None and self._graph[0] == clearance:
             return self._graph[1], self._graph[2]
@@ -404,13 +405,14 @@ class SearchMap:
             (np.concatenate(costs), (np.concatenate(rows), np.concatenate(cols))),
             shape=(h * w, h * w),
         )
-        self._graph = (clearance, matrix, ok)
-        return matrix, ok
+        paths = PathTrees(matrix, (h, w))
+        self._graph = (clearance, paths, ok)
+        return paths, ok
 
     def path_lengths(self, x: float, y: float) -> FloatArray:
         """Path length from (x, y) to every cell centre around obstacles (inf: unreachable),
         on the coarse cells clear of surfaces, from the nearest such cell within 2 cells."""
-        matrix, ok = self._free_graph()
+        paths, ok = self._free_graph()
         j, i = self.cell_of(x, y)
         best: tuple[float, int] | None = None
         for dj in range(-2, 3):
@@ -423,8 +425,7 @@ class SearchMap:
         if best is None:
             gx, gy = np.meshgrid(self.xs, self.ys)
             return np.where(ok, np.hypot(gx - x, gy - y), np.inf)
-        d = dijkstra(matrix, directed=False, indices=best[1])
-        return np.asarray(d, dtype=np.float64).reshape(self.ny, self.nx) + best[0]
+        return paths.tree(best[1])[0] + best[0]
 
 
 class Viewpoints:
