@@ -34,14 +34,14 @@ def test_every_job_has_its_own_key() -> None:
 
 def test_a_plan_of_fewer_seeds_says_how_many_ran() -> None:
     suite = load_suite()
-    assert FULL.describe(suite) == "10 seeds (30 hiding places for the search)"
-    assert QUICK.describe(suite) == "2 seeds (4 hiding places for the search)"
+    assert FULL.describe(suite) == "10 seeds per scene, 30 hiding places for the search"
+    assert QUICK.describe(suite) == "2 seeds per scene, 4 hiding places for the search"
     few = replace(FULL, seeds=3, search_seeds=6, real_scenes=frozenset({"orbit", "liar_only"}))
-    assert few.describe(suite) == "3 seeds (6 hiding places for the search)"
+    assert few.describe(suite) == "3 seeds per scene, 6 hiding places for the search"
     assert len(jobs_for(suite, few)) == (5 + 4 * 2) * 3 + 2 * 6
     assert [j.key for j in real_jobs(suite, few)] == ["orbit-as_file-1", "liar_only-as_file-1"]
     assert len(real_jobs(suite, FULL)) == len(suite.scenes) and not real_jobs(suite, QUICK)
     more = replace(few, scene_seeds=(("orbit", 6), ("liar_only", 20)))
-    assert more.describe(suite) == ("3 seeds (6 hiding places for the search); orbit 6, "
-                                    "liar_only 10")
+    assert more.describe(suite) == ("3 seeds per scene (orbit 6, liar_only 10), 6 hiding "
+                                    "places for the search")
     assert len(jobs_for(suite, more)) == len(jobs_for(suite, few)) + 3 * 2 + 7 * 2

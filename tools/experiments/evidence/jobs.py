@@ -8,7 +8,7 @@ libraries are the same, AND every source file the run imported (recorded by the 
 after the run: the repository's modules in ``sys.modules``) still has the same content.
 A change to the agent, the world, the protocol, the lockstep runner or the metrics reruns
 every job that imported it; a change to how the report is written reruns nothing. A real
-run depends on every source file (its processes import what they import).
+run depends on every source file but the report's (its processes import what they import).
 """
 
 from __future__ import annotations
@@ -141,8 +141,19 @@ def run_real(job: Job, scenario: Scenario, work: Path) -> dict[str, Any]:
     except Exception:
         out["error"] = traceback.format_exc(limit=6)
     out["seconds"] = time.perf_counter() - began
-    out["deps"] = {str(p.relative_to(ROOT)): file_digest(p) for p in source_files()}
+    out["deps"] = {str(p.relative_to(ROOT)): file_digest(p) for p in source_files()
+                   if _runs_it(p)}
     return out
+
+
+REPORT_ONLY = ROOT / "tools" / "experiments" / "evidence"
+RUNS_AND_MEASURES = ("__init__.py", "jobs.py", "plan.py")  # the rest only writes the report
+
+
+def _runs_it(path: Path) -> bool:
+    """Whether a source file can change what a real run does or measures: every file but
+    the evidence's report modules (its sections, statistics, figures and markdown)."""
+    return path.parent != REPORT_ONLY or path.name in RUNS_AND_MEASURES
 
 
 # ---------------------------------------------------------------- the cache

@@ -121,7 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     real = {} if args.no_real else run_reals(real_jobs(suite, plan), ROOT / "runs" /
                                              "evidence-real", cache, _say)
     computed = sum(r["seconds"] for r in res.values())
-    measured = (f"{plan.describe(suite)} per scene at commit {_commit()}: {len(res)} "
+    fewer = "" if plan == FULL else f" (the suite asks {suite.seeds} seeds)"
+    measured = (f"{plan.describe(suite)}{fewer}, at commit {_commit()}: {len(res)} "
                 f"lockstep runs "
                 f"({computed / 60:.0f} min of compute; this "
                 f"regeneration {lock_s / 60:.1f} min for them, the rest from the cache) and "
@@ -143,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         total = len(targets.evaluate(results))
         intro = (f"[docs/evidence.md](docs/evidence.md), written by `{command}` from the "
                  f"scenario suite (`scenarios/suite.toml`: "
-                 f"{len(suite.scenes)} scenes, lockstep, {plan.describe(suite)} each; "
+                 f"{len(suite.scenes)} scenes, lockstep, {plan.describe(suite)}{fewer}; "
                  f"{len(real)} real-process run(s)). {met} of {total} "
                  "targets met. Each target is shown on its **worst** scene; the page gives "
                  "every scene and a figure per target.")

@@ -41,13 +41,16 @@ class Plan:
         own = dict(self.scene_seeds)
         counts = sorted({len(seeds_of(s, self)) for s in suite.scenes
                          if s.kind != "search" and s.name not in own})
-        places = sorted({len(seeds_of(s, self)) for s in suite.scenes
-                         if s.kind == "search" and s.name not in own})
+        places = sorted({len(seeds_of(s, self)) for s in suite.scenes if s.kind == "search"})
         text = "/".join(map(str, counts)) + " seed" + ("" if counts == [1] else "s")
+        text += " per scene"
+        extra = [f"{s.name} {len(seeds_of(s, self))}" for s in suite.scenes
+                 if s.name in own and s.kind != "search"]
+        if extra:
+            text += f" ({', '.join(extra)})"
         if places:
-            text += f" ({'/'.join(map(str, places))} hiding places for the search)"
-        extra = [f"{s.name} {len(seeds_of(s, self))}" for s in suite.scenes if s.name in own]
-        return text + (f"; {', '.join(extra)}" if extra else "")
+            text += f", {'/'.join(map(str, places))} hiding places for the search"
+        return text
 
 
 FULL = Plan(False, None, None, None, True)

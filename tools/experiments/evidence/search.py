@@ -23,7 +23,7 @@ def section(results: Results) -> Section | None:
         runs = results.runs(sc.name)
         places = [r.get("place") for r in runs]
         keys = [("first_detection_s", "time to first detection (s)", "{:.1f}"),
-                ("search_redundancy", "redundancy Σ|Aᵢ|/|∪Aᵢ| until then", "{:.2f}"),
+                ("search_redundancy", "redundancy Σ\\|Aᵢ\\|/\\|∪Aᵢ\\| until then", "{:.2f}"),
                 ("search_cells", "cells covered until then", "{:.0f}"),
                 ("err_p50", "error p50 after 20 s (m)", "{:.3f}")]
         never = [sum(1 for r in results.runs(sc.name, v) if "metrics" in r

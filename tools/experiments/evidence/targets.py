@@ -418,8 +418,8 @@ def section(results: Results) -> Section:
     for t in targets:
         scenes = ", ".join(t.scenes) if len(t.scenes) <= 3 else f"{len(t.scenes)} scenes"
         every = "; ".join(f"{k}: {v}" for k, v in t.values.items()) if len(t.values) > 1 else "–"
-        s.text.append(f"| {t.text} | {scenes} | **{t.worst}**: {t.measured} | {t.verdict} | "
-                      f"{every} | [{t.figure}](evidence/{t.figure}) |")
+        s.text.append(f"| {cell(t.text)} | {scenes} | **{t.worst}**: {cell(t.measured)} | "
+                      f"{t.verdict} | {cell(every)} | [{t.figure}](evidence/{t.figure}) |")
     s.text += ["", "How each is measured: " + " ".join(
         f"*{t.text.split(':')[0]}*: {t.note}." for t in targets if t.note)]
     s.data = {t.key + ("" if t.scenes == [] else f"@{t.worst}"): {
@@ -427,9 +427,14 @@ def section(results: Results) -> Section:
     return s
 
 
+def cell(text: str) -> str:
+    """Text for a markdown table's cell: its bars escaped (Σ|Aᵢ| would split the cell)."""
+    return text.replace("|", "\\|")
+
+
 def readme_table(results: Results) -> str:
     """The README's evidence table: every target on its worst scene."""
     lines = ["| target | worst scene | measured there | verdict |", "|---|---|---|---|"]
     for t in evaluate(results):
-        lines.append(f"| {t.text} | {t.worst} | {t.measured} | {t.verdict} |")
+        lines.append(f"| {cell(t.text)} | {t.worst} | {cell(t.measured)} | {t.verdict} |")
     return "\n".join(lines) + "\n"
