@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import tools.experiments.evidence as package
 from tools.experiments.evidence import (
@@ -24,8 +25,19 @@ from tools.experiments.evidence import (
     targets,
 )
 from tools.experiments.evidence.jobs import Cache, run_jobs, run_reals
-from tools.experiments.evidence.plan import FULL, QUICK, ROOT, Results, jobs_for, real_jobs
+from tools.experiments.evidence.plan import (
+    FULL,
+    QUICK,
+    ROOT,
+    Plan,
+    Results,
+    jobs_for,
+    real_jobs,
+)
 from tools.experiments.evidence.report import write, write_readme_table
+
+if TYPE_CHECKING:
+    from tools.experiments.scenario import Suite
 
 # Every experiment, in the report's order: a module with ``section(results) -> Section | None``.
 EXPERIMENTS = (targets, scenes, accuracy, consistency, liars, search, faults, modes)
@@ -47,6 +59,21 @@ def _commit() -> str:
     dirty = git("status", "--porcelain", "--", "agents", "protocol", "worlds", "tools",
                 "scenarios")
     return head + (" with uncommitted changes" if dirty else "")
+
+
+def _full_cost(suite: Suite, plan: Plan, res: dict[str, dict[str, Any]]) -> str:
+    """What the suite's own seeds would cost, from the runs' measured seconds (by scene and
+    variant); empty when this plan is the suite's."""
+    if plan == FULL:
+        return ""
+    cost: dict[tuple[str, str], list[float]] = {}
+    for job in jobs_for(suite, plan):
+        if job.key in res:
+            cost.setdefault((job.scene, job.variant), []).append(res[job.key]["seconds"])
+    full = jobs_for(suite, FULL)
+    known = [sum(v) / len(v) for j in full if (v := cost.get((j.scene, j.variant)))]
+    return (f". The suite's own seeds would be {len(full)} lockstep runs, about "
+            f"{sum(known) / 3600:.1f} h of compute at the cost per run measured here")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,14 +147,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     lock_s = time.perf_counter() - began
     real = {} if args.no_real else run_reals(real_jobs(suite, plan), ROOT / "runs" /
                                              "evidence-real", cache, _say)
+    real_s = time.perf_counter() - began - lock_s
     computed = sum(r["seconds"] for r in res.values())
     fewer = "" if plan == FULL else f" (the suite asks {suite.seeds} seeds)"
     measured = (f"{plan.describe(suite)}{fewer}, at commit {_commit()}: {len(res)} "
                 f"lockstep runs "
                 f"({computed / 60:.0f} min of compute; this "
                 f"regeneration {lock_s / 60:.1f} min for them, the rest from the cache) and "
-                f"{len(real)} real-process runs, on {os.cpu_count()} cores "
-                f"({time.strftime('%Y-%m-%d %H:%M')})")
+                f"{len(real)} real-process runs ({real_s / 60:.1f} min), on {os.cpu_count()} "
+                f"cores shared with other work ({time.strftime('%Y-%m-%d %H:%M')})"
+                + _full_cost(suite, plan, res))
     results = Results(res, real, suite, plan, figdir)
     sections = [s for s in (e.section(results) for e in EXPERIMENTS) if s is not None]
     failed = sorted(k for k, r in res.items() if "error" in r)
