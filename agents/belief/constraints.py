@@ -155,7 +155,7 @@ def constrain(
     """The estimate within the limits (see the module docstring); ``changed`` says if it moved."""
     x = np.array(x, dtype=np.float64)
     P = np.array(P, dtype=np.float64)
-    delta = np.zeros_like(x)
+    delta = np.zeros(x.shape)
     changed = False
     if max_speed is not None:
         speed = math.hypot(x[2], x[3])
@@ -178,8 +178,8 @@ def constrain(
                     x[2] -= into * nx
                     x[3] -= into * ny
             changed = True
-    if np.any(delta):
-        P = P + np.outer(delta, delta)
+    if delta.any():
+        P = P + delta[:, None] * delta  # the outer product
     if max_speed is not None:
         a, b, d = P[2, 2], P[2, 3], P[3, 3]
         lam = 0.5 * (a + d) + math.sqrt(0.25 * (a - d) ** 2 + b * b)
