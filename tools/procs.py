@@ -218,12 +218,13 @@ def wait_for(
 
 
 @contextlib.contextmanager
-def running(swarm: Swarm) -> Iterator[Swarm]:
-    """Whatever happens inside, every process is stopped on the way out."""
+def running(swarm: Swarm, grace: float = 5.0) -> Iterator[Swarm]:
+    """Whatever happens inside, every process is stopped on the way out (each given
+    ``grace`` seconds after SIGTERM before SIGKILL)."""
     try:
         yield swarm
     finally:
-        swarm.stop_all()
+        swarm.stop_all(grace)
 
 
 def private_swarm(tmp: Path, arena_source: Path, run_name: str = "run") -> Swarm:

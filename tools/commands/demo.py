@@ -23,6 +23,11 @@ from tools.swarmkey import write_key
 from worlds.arena import ArenaError, load_arena, shipped_arena
 
 DEFAULT_NAMES = ("walnut", "hazel")
+# Each agent counts its --duration from its own start, and on a busy machine an agent took
+# 5-13 s to start: the demo waits for the agents to end by themselves, this long at most
+# beyond --duration, and the world (a backstop lifetime) outlives them.
+START_ALLOWANCE = 60.0
+STOP_GRACE = 15.0  # a loaded world writing its last log chunk took more than 5 s to stop
 
 
 def _line(view: AgentView, truth: Truth) -> str:
@@ -103,15 +108,16 @@ def main(args: argparse.Namespace) -> int:
     interrupted = False
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with running(swarm):
-            swarm.start_world(args.duration + 15.0, extra_world)
+        with running(swarm, grace=STOP_GRACE):
+            swarm.start_world(args.duration + START_ALLOWANCE + 15.0, extra_world)
             for name in names:
                 swarm.start_agent(name, args.duration, extra_agent)
             if args.view:
-                start_view(swarm, swarm_name, port, args.view_port, args.duration + 10.0)
+                start_view(swarm, swarm_name, port, args.view_port,
+                           args.duration + START_ALLOWANCE + 10.0)
             views = [AgentView(n, LogFollower(log_path(run_dir, n))) for n in names]
             truth = Truth(log_path(run_dir, "world"))
-            end = time.monotonic() + args.duration + 5.0
+            end = time.monotonic() + args.duration + START_ALLOWANCE
             next_print = time.monotonic() + 2.0
             try:
                 while time.monotonic() < end:
