@@ -48,17 +48,21 @@ def _say(text: str) -> None:
 
 
 def _commit() -> str:
-    """The checkout measured: its commit, and whether its sources differ from it."""
+    """The checkout measured: its commit, and whether its sources differ from it (the
+    report's own modules aside: they change no run and no measure)."""
     import subprocess
+
+    from tools.experiments.evidence.jobs import _runs_it
 
     def git(*a: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *a], check=False,
                               capture_output=True, text=True, timeout=30).stdout.strip()
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--", "agents", "protocol", "worlds", "tools",
-                "scenarios")
-    return head + (" with uncommitted changes" if dirty else "")
+    dirty = [line[3:] for line in git("status", "--porcelain", "--", "agents", "protocol",
+                                       "worlds", "tools", "scenarios").splitlines()]
+    measured = [p for p in dirty if _runs_it(ROOT / p)]
+    return head + (" with uncommitted changes" if measured else "")
 
 
 def _full_cost(suite: Suite, plan: Plan, res: dict[str, dict[str, Any]]) -> str:
@@ -148,13 +152,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     real = {} if args.no_real else run_reals(real_jobs(suite, plan), ROOT / "runs" /
                                              "evidence-real", cache, _say)
     real_s = time.perf_counter() - began - lock_s
+    real_run = sum(r["seconds"] for r in real.values())  # the runs' own time, cached or not
     computed = sum(r["seconds"] for r in res.values())
     fewer = "" if plan == FULL else f" (the suite asks {suite.seeds} seeds)"
     measured = (f"{plan.describe(suite)}{fewer}, at commit {_commit()}: {len(res)} "
                 f"lockstep runs "
                 f"({computed / 60:.0f} min of compute; this "
                 f"regeneration {lock_s / 60:.1f} min for them, the rest from the cache) and "
-                f"{len(real)} real-process runs ({real_s / 60:.1f} min), on {os.cpu_count()} "
+                f"{len(real)} real-process runs ({real_run / 60:.0f} min; this regeneration "
+                f"{real_s / 60:.1f} min), on {os.cpu_count()} "
                 f"cores shared with other work ({time.strftime('%Y-%m-%d %H:%M')})"
                 + _full_cost(suite, plan, res))
     results = Results(res, real, suite, plan, figdir)
