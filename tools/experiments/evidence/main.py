@@ -59,8 +59,9 @@ def _commit() -> str:
                               capture_output=True, text=True, timeout=30).stdout.strip()
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = [line[3:] for line in git("status", "--porcelain", "--", "agents", "protocol",
-                                       "worlds", "tools", "scenarios").splitlines()]
+    dirty = [line.split(maxsplit=1)[-1] for line in git(
+        "status", "--porcelain", "--", "agents", "protocol", "worlds", "tools", "scenarios"
+    ).splitlines()]  # "XY path": the status letters, a space, the path
     measured = [p for p in dirty if _runs_it(ROOT / p)]
     return head + (" with uncommitted changes" if measured else "")
 
