@@ -110,7 +110,8 @@ def section(results: Results) -> Section | None:
         ax[0].set_xlabel("time (s)")
         ax[0].set_ylabel("honest agents' error while held (m)")
         ax[0].legend(fontsize=8)
-        cap = 2 * RECOVER_WITHIN + 10
+        finite = [v for v in (*distrusted, *rec) if v is not None]
+        cap = float(np.ceil(max([*finite, DISTRUST_WORST, RECOVER_WITHIN]) + 5))  # "never"
         for i, (values, limit) in enumerate(((distrusted, DISTRUST_WORST),
                                              (rec, RECOVER_WITHIN))):
             shown = [cap if v is None else min(v, cap) for v in values]
