@@ -82,8 +82,17 @@ class DetectResult:
     rejected: tuple[Rejection, ...]
 
 
-def _free_families(libc: Any, families: dict[str, Any]) -> None:
-    """Free tag families (weakref finalizer: runs after the Detector's own __del__)."""
+class _Detector(pupil_apriltags.Detector):
+    """The library's Detector without its ``__del__``: :func:`safe_detector` frees it."""
+
+    def __del__(self) -> None:
+        pass
+
+
+def _destroy(libc: Any, detector_ptr: Any, families: dict[str, Any]) -> None:
+    """Free the detector, then its tag families (which its destruction still reads)."""
+    libc.apriltag_detector_destroy.restype = None
+    libc.apriltag_detector_destroy(detector_ptr)
     for name, family in families.items():
         destroy = getattr(libc, f"{name}_destroy")
         destroy.restype = None
@@ -101,14 +110,17 @@ def safe_detector(**options: Any) -> pupil_apriltags.Detector:
 
     pupil-apriltags 1.0.4 stores ``int(decode_sharpening)`` (0 for 0.25), and its
     ``__del__`` frees the tag families before the detector, whose destruction then
-    reads them (an intermittent segfault). Use this, never ``Detector`` directly.
+    reads them (an intermittent segfault). Here one finalizer frees both, in that
+    order, holding the C pointers rather than the object: a weak reference's callback
+    and ``__del__`` run in either order (the cyclic collector calls the callbacks
+    first), so splitting the work between them crashed under the collector. Use this,
+    never ``Detector`` directly.
     """
     sharpening = float(options.get("decode_sharpening", 0.25))
-    detector = pupil_apriltags.Detector(families="tag36h11", **options)
+    detector = _Detector(families="tag36h11", **options)
     detector.tag_detector_ptr.contents.decode_sharpening = sharpening
-    families = dict(detector.tag_families)  # freed only after the detector is gone
-    detector.tag_families = {}
-    weakref.finalize(detector, _free_families, detector.libc, families)
+    weakref.finalize(detector, _destroy, detector.libc, detector.tag_detector_ptr,
+                     dict(detector.tag_families))
     return detector
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -76,3 +80,31 @@ def test_params_are_validated_and_edge_is_the_mean():
     assert mean_edge(square) == pytest.approx(10.0)
     with pytest.raises(ValueError):
         TagDetector().detect(np.zeros((10, 10, 3), np.uint8))
+
+
+_COLLECTED_IN_A_CYCLE = """
+import gc
+import os
+import subprocess
+import sys
+
+import numpy as np
+from agents.perception.detect import TagDetector
+for _ in range(40):
+    d = TagDetector()
+    d.detect(np.zeros((48, 64), np.uint8))
+    holder = {"d": d}
+    holder["self"] = holder  # a cycle: only the cyclic collector frees the detector
+    del d, holder
+    gc.collect()
+"""
+
+
+def test_a_detector_freed_by_the_cyclic_collector_does_not_crash() -> None:
+    # The collector runs weak-reference callbacks before __del__: a detector whose families
+    # were freed by one and read by the other crashed a whole test run (freed memory is
+    # filled by MALLOC_PERTURB_ so a read of it cannot pass unnoticed).
+    env = {**os.environ, "MALLOC_PERTURB_": "165"}
+    done = subprocess.run([sys.executable, "-c", _COLLECTED_IN_A_CYCLE], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
