@@ -108,12 +108,17 @@ def test_killed_agent_car_stops_and_restart_catches_up(two_car_swarm: Swarm, fir
         assert swarm.stop("walnut") == {"walnut": 0}
         return  # the restart below is the agents' business: checked with the model
 
-    # Walnut keeps tracking while hazel is gone.
+    # Walnut keeps tracking while hazel is gone: it sees the target itself and updates its
+    # track alone. (While the target is out of its sight it may drop a track that says less
+    # than the room does, and start a new one at the next sighting: not every belief
+    # record holds a track.)
     t_restart = time.monotonic()
     after_kill = [b for b in walnut_beliefs_since_kill() if b["t"] < t_restart]
     assert len(after_kill) >= 3
-    assert all(b.get("track", {}).get("updates", 0) > 0 for b in after_kill)
-    assert after_kill[-1]["track"]["updates"] > after_kill[0]["track"]["updates"]
+    seen = [d for d in live.events("walnut", "detection") if t_kill < d["t"] < t_restart]
+    assert seen, "walnut detected nothing itself after hazel was killed"
+    first = after_kill[0].get("track", {}).get("updates", 0)
+    assert any(b.get("track", {}).get("updates", 0) > first for b in after_kill)
 
     # Restart: a new process, a new epoch. Walnut answers with a SNAPSHOT at once.
     log_path(run, "hazel").rename(log_path(run, "hazel-first"))
