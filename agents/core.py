@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -149,6 +149,7 @@ class AgentCore:
             "cells_fused": 0,
             "tracks_fused": 0,
             "snapshots_sent": 0,
+            "captures_after_receipt": 0,
         }
         self._out = Outputs()
         self._t_tick: float | None = None
@@ -180,7 +181,12 @@ class AgentCore:
 
     def on_observations(self, batch: ObservationBatch, now: float) -> None:
         """A sensor frame: wall tags localize, the target becomes a detection."""
-        self._advance_localizer(max(now, batch.t_capture))
+        if batch.t_capture > now:
+            # The clock mapping placed the capture after its receipt: it was taken no later
+            # than now (and nothing the core sends may be stamped after its sending).
+            self.stats["captures_after_receipt"] += 1
+            batch = replace(batch, t_capture=now)
+        self._advance_localizer(now)
         result = self.localizer.update_batch(batch)
         record: dict[str, Any] = {
             "t_capture": batch.t_capture,

@@ -161,3 +161,22 @@ def test_a_liar_among_observers_is_distrusted_and_the_track_starts_over_from_the
     distrusted = [f for e, f in records if e == "peer_distrusted"]
     assert len(distrusted) == 1 and distrusted[0]["track"] == "witness"
     assert np.hypot(*(core.track.position - (3.2, 2.9))) < 0.1  # the own detections only
+
+
+def test_a_capture_mapped_after_its_receipt_is_taken_as_now_and_every_track_encodes() -> None:
+    # Under load the car's clock mapping can place a frame's capture after its receipt; the
+    # track then stood in the future and its TRACK (t_ref > t_sent) failed to encode, which
+    # stopped the agent.
+    core = core_with_peer()
+    for k in range(1, 40):
+        t = k * FRAME
+        sighting = TagSighting(100, 1.5, 0.0, 0.02, 0.01)
+        fix = PoseFix(*POSE, np.diag([1e-4, 1e-4, 1e-4]))
+        core.on_car_status(t, 0.0, 0.0, 0.0)
+        core.on_observations(ObservationBatch(t + 0.05, True, pose_fix=fix, target=sighting), t)
+        core.tick(t)
+        for send in core.take_outputs().sends:
+            if isinstance(send.body, Track):
+                assert send.body.t_ref <= t
+                Message(SWARM, "walnut", 1, k, t, send.body)  # the codec's own checks
+    assert core.stats["captures_after_receipt"] == 39 and core.track.initialised
