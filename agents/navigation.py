@@ -52,14 +52,13 @@ from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse
 from scipy.ndimage import uniform_filter
 
 from agents.checks import finite, require
 from agents.drive_model import DriveModel
 from agents.pose_geometry import wrap_angle
 from agents.room import Room
-from agents.shortest_paths import PathTrees
+from agents.shortest_paths import PathTrees, grid_graph
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -474,29 +473,13 @@ class Navigator:
     def _build_graph(
         self, key: tuple[float, float, float, int, int, Room], belief: BeliefView, room: Room
     ) -> _Graph:
-        h, w = belief.mu.shape
         c = belief.cell_size
         gx, gy = np.meshgrid(belief.xs, belief.ys)
         inside = (gx > 0.0) & (gx < room.width) & (gy > 0.0) & (gy < room.height)
         keep_out = self.params.robot_radius + self.params.planning_margin
         clear = room.surface_distance(gx, gy) >= keep_out
         blocked = ~(inside & clear)
-        ids = np.arange(h * w).reshape(h, w)
-        rows: list[npt.NDArray[np.int64]] = []
-        cols: list[npt.NDArray[np.int64]] = []
-        costs: list[FloatArray] = []
-        for dy, dx in ((0, 1), (1, 0), (1, 1), (1, -1)):
-            a = (slice(0, h - dy), slice(max(0, -dx), w - max(0, dx)))
-            b = (slice(dy, h), slice(max(0, dx), w - max(0, -dx)))
-            ok = ~blocked[a] & ~blocked[b]
-            rows.append(ids[a][ok])
-            cols.append(ids[b][ok])
-            costs.append(np.full(int(ok.sum()), c * math.hypot(dx, dy)))
-        matrix = sparse.csr_matrix(
-            (np.concatenate(costs), (np.concatenate(rows), np.concatenate(cols))),
-            shape=(h * w, h * w),
-        )
-        return _Graph(key, blocked, PathTrees(matrix, (h, w)))
+        return _Graph(key, blocked, grid_graph(~blocked, c))
 
     @staticmethod
     def _cell_of(belief: BeliefView, point: tuple[float, float]) -> int | None:

@@ -7,6 +7,8 @@ gets the very same (read-only) arrays without another Dijkstra.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
@@ -14,6 +16,8 @@ from scipy.sparse.csgraph import dijkstra
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int32]
+
+BoolArray = npt.NDArray[np.bool_]
 
 TREES_KEPT = 64  # trees kept per graph (one per source cell, ~50 KB each at most)
 
@@ -40,3 +44,23 @@ class PathTrees:
                 del self._trees[next(iter(self._trees))]  # the least recently used
         self._trees[source] = tree
         return tree
+
+
+def grid_graph(free: BoolArray, cell_size: float) -> PathTrees:
+    """The 8-connected graph of the ``free`` cells of a grid (edges cost their length) and
+    its shortest-path trees: the navigator's window and the search map plan on it."""
+    h, w = free.shape
+    ids = np.arange(h * w).reshape(h, w)
+    rows, cols, costs = [], [], []
+    for dy, dx in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        a = (slice(0, h - dy), slice(max(0, -dx), w - max(0, dx)))
+        b = (slice(dy, h), slice(max(0, dx), w - max(0, -dx)))
+        both = free[a] & free[b]
+        rows.append(ids[a][both])
+        cols.append(ids[b][both])
+        costs.append(np.full(int(both.sum()), cell_size * math.hypot(dx, dy)))
+    matrix = sparse.csr_matrix(
+        (np.concatenate(costs), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(h * w, h * w),
+    )
+    return PathTrees(matrix, (h, w))

@@ -54,7 +54,7 @@ from scipy import sparse
 
 from agents.checks import finite, require
 from agents.room import Room
-from agents.shortest_paths import PathTrees
+from agents.shortest_paths import PathTrees, grid_graph
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -390,22 +390,7 @@ class SearchMap:
             return self._graph[1], self._graph[2]
         gx, gy = np.meshgrid(self.xs, self.ys)
         ok = self.free & (self.room.surface_distance(gx, gy) >= clearance)
-        h, w = ok.shape
-        ids = np.arange(h * w).reshape(h, w)
-        rows, cols, costs = [], [], []
-        c = self.params.cell_size
-        for dy, dx in ((0, 1), (1, 0), (1, 1), (1, -1)):
-            a = (slice(0, h - dy), slice(max(0, -dx), w - max(0, dx)))
-            b = (slice(dy, h), slice(max(0, dx), w - max(0, -dx)))
-            both = ok[a] & ok[b]
-            rows.append(ids[a][both])
-            cols.append(ids[b][both])
-            costs.append(np.full(int(both.sum()), c * math.hypot(dx, dy)))
-        matrix = sparse.csr_matrix(
-            (np.concatenate(costs), (np.concatenate(rows), np.concatenate(cols))),
-            shape=(h * w, h * w),
-        )
-        paths = PathTrees(matrix, (h, w))
+        paths = grid_graph(ok, self.params.cell_size)
         self._graph = (clearance, paths, ok)
         return paths, ok
 
