@@ -12,6 +12,7 @@ Cars use real skid steering: four wheels on revolute joints driven by
 from __future__ import annotations
 
 import math
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,21 +161,24 @@ class TargetBody:
 class Scene:
     """All bodies of one arena in one PyBullet client."""
 
-    def __init__(self, client: int, arena: Arena, texture_dir: Path) -> None:
+    def __init__(self, client: int, arena: Arena) -> None:
         self.client = client
         self.arena = arena
         self._textures: dict[int, int] = {}
-        self._texture_dir = texture_dir
         p.setGravity(0, 0, -9.81, physicsClientId=client)
         p.setTimeStep(1.0 / arena.physics.rate_hz, physicsClientId=client)
         self.floor = self._floor()
         self.walls = self._walls()
         self.obstacles = [self._obstacle(o) for o in arena.obstacles]
-        self.tags: dict[int, int] = {tag.id: self._tag(tag) for tag in arena.tags}
-        self.target = self._target(arena.target) if arena.target is not None else None
-        self.cars: dict[int, CarBody] = {
-            car.id: self._car(car, i) for i, car in enumerate(arena.cars)
-        }
+        # PyBullet reads a texture when it is loaded: the PNGs live only while the
+        # bodies are built, so a killed world leaves no directory behind.
+        with tempfile.TemporaryDirectory(prefix="stigmesh-textures-") as texture_dir:
+            self._texture_dir = Path(texture_dir)
+            self.tags: dict[int, int] = {tag.id: self._tag(tag) for tag in arena.tags}
+            self.target = self._target(arena.target) if arena.target is not None else None
+            self.cars: dict[int, CarBody] = {
+                car.id: self._car(car, i) for i, car in enumerate(arena.cars)
+            }
 
     def poses(self) -> Poses:
         """What moves in the scene, as it is now: every car and the target."""

@@ -28,15 +28,12 @@ import contextlib
 import ctypes
 import os
 import pickle
-import shutil
 import signal
 import socket
 import struct
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pybullet as p
 
@@ -160,9 +157,8 @@ class SceneRenderer:
 
     def __init__(self, arena: Arena, seed: int) -> None:
         self.client = p.connect(p.DIRECT)
-        self._texture_dir = Path(tempfile.mkdtemp(prefix="stigmesh-render-"))
         try:
-            self.scene = Scene(self.client, arena, self._texture_dir)
+            self.scene = Scene(self.client, arena)
             self.camera = CameraRenderer(self.client, arena.camera, frame_rng(seed))
         except BaseException:
             self.close()
@@ -173,10 +169,7 @@ class SceneRenderer:
         return self.camera.encode(self.camera.render(job.eye, job.yaw))
 
     def close(self) -> None:
-        try:
-            p.disconnect(physicsClientId=self.client)
-        finally:
-            shutil.rmtree(self._texture_dir, ignore_errors=True)
+        p.disconnect(physicsClientId=self.client)
 
 
 def _die_with(parent: int) -> None:

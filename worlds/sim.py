@@ -28,11 +28,8 @@ car's parts and the SITL bridge are their own modules.
 from __future__ import annotations
 
 import math
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,11 +74,10 @@ class World:
         self.t0 = t0
         self.t = t0
         self.client = p.connect(p.DIRECT)
-        self._texture_dir = Path(tempfile.mkdtemp(prefix="stigmesh-world-"))
         self._out = Step()
         self._closed = False
         try:
-            self.scene = Scene(self.client, arena, self._texture_dir)
+            self.scene = Scene(self.client, arena)
         except BaseException:
             self.close()
             raise
@@ -521,7 +517,4 @@ class World:
         if self._closed:
             return
         self._closed = True
-        try:
-            p.disconnect(physicsClientId=self.client)
-        finally:
-            shutil.rmtree(self._texture_dir, ignore_errors=True)
+        p.disconnect(physicsClientId=self.client)

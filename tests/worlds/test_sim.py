@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tempfile
 
 import cv2
 import numpy as np
@@ -366,3 +367,15 @@ def test_effective_track_calibration_matches_the_simulated_car(world: World):
     measured = 2 * wheel / (sum(rates) / len(rates))
     print(f"effective track: measured {measured:.3f} m, calibration {model.effective_track} m")
     assert measured == pytest.approx(model.effective_track, rel=0.25)
+
+
+def test_a_world_keeps_no_temporary_files_a_kill_would_leave_behind(tmp_path, monkeypatch):
+    # Tag textures are read by PyBullet as they load; a world killed by SIGKILL runs no
+    # close(), so anything it keeps on disk while alive is left in /tmp for good.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    w = World(parse_arena(arena_text("127.0.9"), "test.toml"), t0=50.0)
+    try:
+        assert w.scene.tags, "the arena has wall tags (their textures are what was kept)"
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        w.close()
