@@ -64,9 +64,19 @@ FLUSH_EVERY = 2.0  # s of the log's clock: a chunk is closed at least this often
 DURABLE = frozenset({"start", "faults_set", "byzantine", "fatal", "stop"})
 # Datagrams logged by their size only (RUNLOG.md): what a robot sent that nothing reads back
 # byte for byte. A re-run rebuilds the PATCHes and SNAPSHOTs an agent sent from its inputs;
-# the car link's frames are read for their times and kinds only. (None: every kind.)
+# its HEARTBEATs are drawn on /NAME/scene before they lose their bytes; PINGs and PONGs, and
+# the car link's frames, are read for their times and kinds only. (None: every kind.)
 SIZE_ONLY: dict[str, frozenset[str] | None] = {
-    "tx": frozenset({"patch", "snapshot"}), "car_tx": None, "car_rx": None}
+    "tx": frozenset({"patch", "snapshot", "heartbeat", "ping", "pong"}),
+    "car_tx": None, "car_rx": None}
+# Fields of the agent's frequent outputs kept as float32 (RUNLOG.md): values a reader plots
+# or compares, never an input of a re-run and never a time (times stay float64: on the wall
+# clock float32 would round them to minutes).
+FLOAT32: dict[str, frozenset[str]] = {
+    "decision": frozenset({"v", "omega", "duty", "goal"}),
+    "detection": frozenset({"x", "y", "cov"}),
+    "peer_track": frozenset({"x", "score", "nis"}),
+}
 
 
 def compact(record: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +131,15 @@ def _pack_default(value: object) -> object:
 
 def _pack(event: dict[str, Any]) -> bytes:
     try:
-        return msgpack.packb(event, default=_pack_default, use_bin_type=True)
+        narrow = FLOAT32.get(event["event"])
+        if narrow is None:
+            return msgpack.packb(event, default=_pack_default, use_bin_type=True)
+        full = msgpack.Packer(default=_pack_default, use_bin_type=True)
+        single = msgpack.Packer(default=_pack_default, use_bin_type=True, use_single_float=True)
+        parts = [full.pack_map_header(len(event))]
+        for key, value in event.items():
+            parts += (full.pack(key), (single if key in narrow else full).pack(value))
+        return b"".join(parts)
     except OverflowError:  # an integer beyond 64 bits: as JSON would have read it back
         return msgpack.packb(json.loads(dumps(event), parse_float=float, parse_int=float),
                              use_bin_type=True)

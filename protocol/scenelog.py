@@ -28,13 +28,15 @@ class ScenePainter:
     """Turns a process's events into messages on the scene channels (protocol/scene.py).
 
     An agent's belief loses its grid arrays to ``/NAME/grid`` (uint8, see
-    scene.GRID_LEVELS; the reader puts them back); its published HEARTBEAT and
+    scene.GRID_LEVELS; the reader puts them back), one belief in :attr:`GRID_EVERY`
+    (the others keep no grid); its published HEARTBEAT and
     TRACK become the pose, camera and track entities the live view draws from the
     same datagrams; its peers and numbers go to ``/NAME/peers`` and ``/NAME/stats``.
     The world's truth becomes ``/world/truth`` (at most :data:`TRUTH_EVERY`).
     """
 
     TRACK_EVERY = 0.5  # s between two track entities (the agent sends 5 Hz and more)
+    GRID_EVERY = 2  # belief records (1 Hz) per grid: the grids were half of a log's bytes
     TRUTH_EVERY = 0.1  # s between two truth scenes (the world logs 20 Hz)
 
     def __init__(self, process: str) -> None:
@@ -47,6 +49,7 @@ class ScenePainter:
         self.cars: dict[int, str] = {}
         self._last_track = -1e18
         self._last_truth = -1e18
+        self._beliefs = 0
 
     def paint(self, record: dict[str, Any]) -> list[tuple[ChannelSpec, bytes]]:
         event, t = record["event"], float(record["t"])
@@ -86,7 +89,12 @@ class ScenePainter:
         out = []
         shape = record.get("shape")
         mu, var = record.get("mu_f32"), record.get("var_f32")
-        if isinstance(mu, bytes) and isinstance(var, bytes) and shape is not None:
+        with_grid = self._beliefs % self.GRID_EVERY == 0
+        self._beliefs += 1
+        if not with_grid:
+            record.pop("mu_f32", None)
+            record.pop("var_f32", None)
+        elif isinstance(mu, bytes) and isinstance(var, bytes) and shape is not None:
             h, w = int(shape[0]), int(shape[1])
             mu_u8 = scene.quantize(np.frombuffer(mu, dtype="<f4").reshape(h, w))
             var_u8 = scene.quantize(np.frombuffer(var, dtype="<f4").reshape(h, w))

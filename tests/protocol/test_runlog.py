@@ -92,6 +92,8 @@ def test_sent_grid_datagrams_and_car_frames_are_kept_by_size(tmp_path: Path) -> 
     log.log("tx", to=None, kind="patch", raw=b"p" * 300)
     log.log("tx", to=None, kind="snapshot", raw=b"s" * 900)
     log.log("tx", to=None, kind="track", raw=b"t" * 120)
+    for kind in ("heartbeat", "ping", "pong"):
+        log.log("tx", to=None, kind=kind, raw=b"h" * 90)
     log.log("rx", src=["127.0.0.1", 1], ok=True, raw=b"r" * 200)
     log.log("car_tx", kind="drive", raw=b"d" * 32)
     log.log("car_rx", raw=b"c" * 48)
@@ -99,5 +101,49 @@ def test_sent_grid_datagrams_and_car_frames_are_kept_by_size(tmp_path: Path) -> 
     lines = list(read_run_log(log_path(tmp_path, "walnut")))
     kept = {(d["event"], d.get("kind")): ("raw" in d, datagram_size(d)) for d in lines}
     assert kept == {("tx", "patch"): (False, 300), ("tx", "snapshot"): (False, 900),
-                    ("tx", "track"): (True, 120), ("rx", None): (True, 200),
+                    ("tx", "track"): (True, 120), ("tx", "heartbeat"): (False, 90),
+                    ("tx", "ping"): (False, 90), ("tx", "pong"): (False, 90),
+                    ("rx", None): (True, 200),
                     ("car_tx", "drive"): (False, 32), ("car_rx", None): (False, 48)}
+
+
+def test_frequent_outputs_keep_float32_values_and_float64_times(tmp_path: Path) -> None:
+    """RUNLOG.md: a decision's, detection's and peer track's values are float32; their times
+    and every input keep float64 (on the wall clock float32 would round a time to minutes)."""
+    t = 1_764_650_000.123456  # a wall-clock time
+    x = 0.1 + 0.2
+    log = RunLog(log_path(tmp_path, "walnut"), "walnut", FakeClock(t))
+    log.log("decision", mode="track", v=x, omega=-x, duty=[x, 1.0], goal=None)
+    log.log("detection", t_det=t - 0.05, x=x, y=2.0, cov=np.array([[x, 0.0], [0.0, x]]))
+    log.log("peer_track", peer="hazel", t_ref=t - 0.02, x=[x, 1.0, 0.0, 0.0], score=x)
+    log.log("car", duty=[x, x], gyro=x)  # an input: exact
+    log.close()
+    decision, detection, peer, car = read_run_log(log_path(tmp_path, "walnut"))
+    x32 = float(np.float32(x))
+    assert x32 != x
+    assert (decision["v"], decision["omega"], decision["duty"]) == (x32, -x32, [x32, 1.0])
+    assert (detection["x"], detection["cov"]) == (x32, [[x32, 0.0], [0.0, x32]])
+    assert (peer["x"][0], peer["score"]) == (x32, x32)
+    assert [d["t"] for d in (decision, detection, peer, car)] == [t] * 4
+    assert (detection["t_det"], peer["t_ref"]) == (t - 0.05, t - 0.02)
+    assert car["duty"] == [x, x] and car["gyro"] == x
+
+
+def test_one_belief_in_two_carries_its_grid(tmp_path: Path) -> None:
+    """RUNLOG.md: the grid goes to /NAME/grid with every second belief record; the others
+    keep their numbers and digest without arrays."""
+    clock = FakeClock(5.0)
+    log = RunLog(log_path(tmp_path, "walnut"), "walnut", clock)
+    grids = [np.full((2, 3), k / 4, dtype=np.float32) for k in range(4)]
+    for k, g in enumerate(grids):
+        log.log("belief", digest=f"d{k}", origin=[0, 0], shape=[2, 3], mean_var=0.5,
+                mu_f32=g.tobytes(), var_f32=(1 - g).tobytes())
+        clock.advance(1.0)
+    log.close()
+    beliefs = list(read_run_log(log_path(tmp_path, "walnut")))
+    assert [b["digest"] for b in beliefs] == ["d0", "d1", "d2", "d3"]
+    assert [("mu_f32" in b, "var_f32" in b, "grid" in b) for b in beliefs] == [
+        (True, True, False), (False, False, False)] * 2
+    for k in (0, 2):
+        mu = np.frombuffer(b64(beliefs[k]["mu_f32"]), dtype="<f4").reshape(2, 3)
+        assert np.allclose(mu, grids[k], atol=0.002)

@@ -42,8 +42,8 @@ def test_tiled_run_and_its_replay_memory(tmp_path: Path) -> None:
     # the grids a replay keeps are the logged levels, one byte a cell, read back exactly
     log = load_run(tmp_path / "tiled").agents["walnut"]
     grids = grid_records(log)
-    beliefs = list(log.events("belief"))
-    assert len(grids) == len(beliefs) > 0
+    beliefs = [b for b in log.events("belief") if "var_f32" in b]  # one in two (RUNLOG.md)
+    assert 0 < len(grids) == len(beliefs) < len(list(log.events("belief")))
     for g, b in zip(grids, beliefs, strict=True):
         assert g.mu_cells.dtype == g.var_cells.dtype == np.uint8
         shape = (int(b["shape"][0]), int(b["shape"][1]))
