@@ -15,12 +15,18 @@ from tools.experiments.evidence.targets import (
     DISTRUST_MEDIAN,
     DISTRUST_WORST,
     LIAR_RATIO,
+    RECOVER_HOLD,
     RECOVER_LIMIT,
     RECOVER_WITHIN,
     distrust,
     liar_ratios,
     recoveries,
 )
+
+
+def _worst(values: list[float | None]) -> str:
+    """The largest of the values that came (the "never" column counts the others)."""
+    return fmt(max((v for v in values if v is not None), default=None), "{:.1f}")
 
 
 def _honest_curve(runs: list[dict[str, Any]], liar: str) -> tuple[np.ndarray, np.ndarray]:
@@ -84,20 +90,30 @@ def section(results: Results) -> Section | None:
             "from the truth: range, field of view, the wall); over the run, after the onset, "
             f"{liar} alone could see it for {fmt(median(alone), '{:.1f}')} s. Distrusted: the "
             f"first time after the onset an honest agent refused a TRACK of {liar}'s by "
-            "reputation, or logged its score below its threshold. Recovered: from the onset "
-            f"until the honest agent's held error (1 s rolling median) stays under "
-            f"{RECOVER_LIMIT} m and it holds a track.",
+            "reputation, or logged its score below its threshold. Back under the limit: from "
+            "the onset until the honest agent holds a track whose held error (1 s rolling "
+            f"median) is under {RECOVER_LIMIT} m and stays under it for {RECOVER_HOLD:g} s "
+            "(no track held neither breaks nor makes it). For good: ... and stays under it "
+            f"to the end of the run; that measures the scene too ({liar} alone sees the "
+            "target again later, and an honest track coasts out of the limit): the oracle, "
+            "which never hears a lie, is given beside each.",
             "",
-            "| | median | worst | never | target |",
-            "|---|---|---|---|---|",
+            "| | median | worst | never | oracle: median, worst | target |",
+            "|---|---|---|---|---|---|",
             f"| distrusted after (s) | {fmt(median(distrusted), '{:.1f}')} | "
-            f"{fmt(max((v for v in distrusted if v is not None), default=None), '{:.1f}')} | "
-            f"{never} of {len(distrusted)} | median ≤ {DISTRUST_MEDIAN:g}, worst ≤ "
-            f"{DISTRUST_WORST:g} |",
-            f"| error under {RECOVER_LIMIT} m after (s) | {fmt(median(rec), '{:.1f}')} | "
-            f"{fmt(max((v for v in rec if v is not None), default=None), '{:.1f}')} | "
-            f"{sum(1 for v in rec if v is None)} of {len(rec)} | ≤ {RECOVER_WITHIN:g} |",
+            f"{_worst(distrusted)} | {never} of {len(distrusted)} | – | median ≤ "
+            f"{DISTRUST_MEDIAN:g}, worst ≤ {DISTRUST_WORST:g} |",
         ]
+        for label, values, floor, target in (
+                (f"error back under {RECOVER_LIMIT} m after (s)", rec,
+                 recoveries(results, sc.name, ORACLE), f"≤ {RECOVER_WITHIN:g}"),
+                (f"error under {RECOVER_LIMIT} m for good after (s)",
+                 recoveries(results, sc.name, for_good=True),
+                 recoveries(results, sc.name, ORACLE, for_good=True), "–")):
+            s.text.append(
+                f"| {label} | {fmt(median(values), '{:.1f}')} | {_worst(values)} | "
+                f"{sum(1 for v in values if v is None)} of {len(values)} | "
+                f"{fmt(median(floor), '{:.1f}')}, {_worst(floor)} | {target} |")
         fig, ax = plt.subplots(1, 2, figsize=(10, 3.4))
         for label, some in (("liar", runs), ("oracle (liar cut off)",
                                              ok(results.runs(sc.name, ORACLE)))):

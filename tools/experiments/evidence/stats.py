@@ -109,6 +109,22 @@ def fmt(value: float | None, f: str = "{:.3f}") -> str:
     return "–" if value is None or not math.isfinite(value) else f.format(value)
 
 
+def back_under(t: np.ndarray, err: np.ndarray, start: float, limit: float, *, hold: float,
+               window: int = 10) -> float | None:
+    """Seconds from ``start`` until the error is back under ``limit``: the first time at or
+    after it at which the agent holds a track whose rolling median (``window`` samples, held
+    samples only) is under the limit and stays under it for the next ``hold`` seconds. NaN
+    (no track held) neither breaks nor makes it; None: never."""
+    rm = rolling_median(err, window)
+    after = t >= start
+    bad_t = t[after & np.isfinite(rm) & (rm > limit)]
+    for i in np.flatnonzero(after & np.isfinite(err) & np.isfinite(rm) & (rm <= limit)):
+        k = int(np.searchsorted(bad_t, t[i]))
+        if k == bad_t.size or bad_t[k] > t[i] + hold:
+            return float(t[i] - start)
+    return None
+
+
 def recovery(t: np.ndarray, err: np.ndarray, start: float, limit: float,
              window: int = 10) -> float | None:
     """Seconds from ``start`` until the error is back under ``limit`` for good: the first

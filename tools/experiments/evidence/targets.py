@@ -19,6 +19,7 @@ import numpy as np
 from tools.experiments.evidence.plan import AS_FILE, NAIVE, NONE, ORACLE, SETTLE, Results
 from tools.experiments.evidence.report import Section
 from tools.experiments.evidence.stats import (
+    back_under,
     fmt,
     fp,
     median,
@@ -37,6 +38,10 @@ SPEED = 0.75
 LIAR_RATIO = 1.2
 DISTRUST_MEDIAN, DISTRUST_WORST = 3.0, 5.0  # s after the onset
 RECOVER_LIMIT, RECOVER_WITHIN = 0.3, 5.0  # m, s after the onset
+# s: "back under" holds this long (a 1 s rolling median plus a TRACK period: the moment
+# before a lie reaches the track is not a recovery), well inside the 11.8 s the target
+# then stays where honest cameras can see it.
+RECOVER_HOLD = 2.0
 SEARCH_RATIO = 0.7
 LOSS_RATIO, LOSS_KBPS = 1.3, 4.0
 ALPHA = 0.05  # a comparison "with p-values" counts when p is below this
@@ -125,19 +130,26 @@ def distrust(res: Results, scene: str) -> list[float | None]:
     return out
 
 
-def recoveries(res: Results, scene: str) -> list[float | None]:
-    """Per honest agent-seed: seconds from the onset until its error is under 0.3 m for
-    good (:func:`~tools.experiments.evidence.stats.recovery`)."""
-    _, onset = res.liar(scene)
+def recoveries(res: Results, scene: str, variant: str = AS_FILE, *,
+               for_good: bool = False) -> list[float | None]:
+    """Per honest agent-seed of ``variant``: seconds from the onset until its error is back
+    under 0.3 m for at least ``RECOVER_HOLD`` s (:func:`~.stats.back_under`), or with
+    ``for_good`` until the end of the run (:func:`~.stats.recovery`). "For good" measures
+    the scene as well: on liar_only the oracle, which never hears a lie, takes 29-36 s by
+    it, since pecan alone sees the target again from 35.8 s and any honest track coasts."""
+    liar, onset = res.liar(scene)
     out: list[float | None] = []
-    for r in res.runs(scene):
+    for r in res.runs(scene, variant):
         if "series" not in r:
             out.append(None)
             continue
         t = np.asarray(r["series"]["t"], dtype=float)
-        for name in _honest(r):
+        for name in r["series"]["err"]:
+            if name == liar:
+                continue
             err = np.asarray(r["series"]["err"][name], dtype=float)
-            out.append(recovery(t, err, onset, RECOVER_LIMIT))
+            out.append(recovery(t, err, onset, RECOVER_LIMIT) if for_good
+                       else back_under(t, err, onset, RECOVER_LIMIT, hold=RECOVER_HOLD))
     return out
 
 
@@ -330,8 +342,9 @@ def evaluate(res: Results) -> list[Target]:
             f"{'never' if worst_r == math.inf else fmt(worst_r, '{:.1f}') + ' s'}"
             + (f" ({never_r} of {len(rec)} never)" if never_r else ""),
             worst_r is not None and worst_r <= RECOVER_WITHIN, "liar_only.png",
-            "from the onset until the 1 s rolling median of the held error stays under "
-            f"{RECOVER_LIMIT} m, per honest agent-seed", {"recovery": rec}))
+            "from the onset until the agent holds a track whose held error (1 s rolling "
+            f"median) is under {RECOVER_LIMIT} m and stays under it for {RECOVER_HOLD:g} s, per "
+            "honest agent-seed", {"recovery": rec}))
 
     # ---- search
     for sc in res.scenes("search"):
