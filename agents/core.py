@@ -583,9 +583,11 @@ class AgentCore:
             for p in self._active_peers(now)
             if p.position is not None and now - p.position_at <= self.config.peer_lost_after
         ]
+        # The search view only for a search: a confident track is pursued without it.
+        searching = track_view is None or not track_view.confident
         decision = self.navigator.decide(
             now, pose=pose, belief=view, track=track_view, others=others, room=self.config.room,
-            search=self.seeker.view(pose, self.localizer.t),
+            search=self.seeker.view(pose, self.localizer.t) if searching else None,
         )
         self._out.decision = decision
         self._emit(
