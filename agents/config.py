@@ -49,7 +49,7 @@ class Rates:
     tick: float = 10.0
     heartbeat: float = 1.0
     patch: float = 2.0
-    track: float = 5.0
+    track: float = 5.0  # a TRACK at least this often (the last one resent when nothing is new)
     track_burst: float = 20.0  # a new detection is sent at once, at most this often
     ping: float = 1.0
 

@@ -72,6 +72,7 @@ from protocol.swarm.limits import check_time, judge
 
 Address = tuple[str, int]
 MAX_PENDING_CHUNKS = 64  # cell messages held per peer while its clock is not yet mapped
+TIMER_SLACK = 1e-3  # s: a period counted from a past send is due this early (beats' rounding)
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ class AgentCore:
         self._t_tick: float | None = None
         self._duty = (0.0, 0.0)
         self._gyro: float | None = None
-        self._next = {"heartbeat": t0, "patch": t0, "track": t0, "belief_log": t0}
+        self._next = {"heartbeat": t0, "patch": t0, "belief_log": t0}
         self._last_track_sent = -math.inf
         self._track_dirty = False
         self._last_detection_at = -math.inf
@@ -628,8 +629,7 @@ class AgentCore:
         due, self._next["heartbeat"] = _due(now, self._next["heartbeat"], 1.0 / r.heartbeat)
         if due:
             self._send(None, self._heartbeat(now))
-        due, self._next["track"] = _due(now, self._next["track"], 1.0 / r.track)
-        if due:
+        if now - self._last_track_sent >= 1.0 / r.track - TIMER_SLACK:  # nothing new sent
             self._send_track(now)
         else:
             self._maybe_send_track(now)
