@@ -370,7 +370,8 @@ class AgentCore:
     # ---------------------------------------------------------------- outputs
 
     def take_news(self) -> bool:
-        """Whether a new observation or peer track arrived since the last call."""
+        """Whether a new observation, or a peer track that made the track confident or not,
+        arrived since the last call."""
         news, self._news = self._news, False
         return news
 
@@ -522,11 +523,14 @@ class AgentCore:
         else:
             outcome = "fused"
             rule = FusionRule(self.config.fusion)
+            confident = self.track_confident(now)
             self.track.fuse_peer(x, P, t_local, now, inflation=inflation, rule=rule)
             self.stats["tracks_fused"] += 1
             peer.updates_fused = body.updates
             self._track_info_at = now
-            self._news = True
+            # A peer's track calls for a decision at once only when it changes the mode
+            # (pursue or search); otherwise the next beat decides with it.
+            self._news = self._news or self.track_confident(now) != confident
         record: dict[str, Any] = {
             "peer": peer.name,
             "t_ref": t_local,

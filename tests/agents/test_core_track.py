@@ -41,3 +41,22 @@ def test_a_track_without_news_is_dropped_once_it_says_less_than_the_room() -> No
     assert dropped[0]["silent"] < core.config.track_timeout
     print(f"\ndropped {dropped[0]['silent']:.1f} s after the last news "
           f"(spread {dropped[0]['spread']:.2f} m > {room_spread:.2f} m)")
+
+
+def test_a_peer_track_calls_for_a_decision_only_when_it_changes_the_mode() -> None:
+    """A fused peer track is news (a decision at once) when it makes the track confident or
+    not; one that leaves the mode as it was waits for the beat."""
+    core = AgentCore(AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
+                                 target_tag=100), t0=0.0)
+    body = Heartbeat(1.0, 1.0, 0.0, (0.1, 0.0, 0.0, 0.1, 0.0, 0.1), Mode.SEARCH, 0, 0, ())
+    core.on_message(Message(SWARM, "hazel", 7, 0, 0.0, body), PEER, 0.0)
+    core.peers["hazel"].clock.add_sample(0.0, 0.0, 0.0, 0.002)
+    assert not core.take_news()
+    tight = (0.01, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.04, 0.0, 0.04)
+    core.on_message(Message(SWARM, "hazel", 7, 1, 0.01, Track((2.5, 2.5, 1.0, 0.0), tight, 0.01,
+                                                              3)), PEER, 0.01)
+    assert core.track_confident(0.01) and core.take_news()  # search -> pursue: decide now
+    core.on_message(Message(SWARM, "hazel", 7, 2, 0.05, Track((2.54, 2.5, 1.0, 0.0), tight, 0.05,
+                                                              4)), PEER, 0.05)
+    assert core.stats["tracks_fused"] == 2
+    assert core.track_confident(0.05) and not core.take_news()  # still pursuing: the beat
