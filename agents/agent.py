@@ -14,8 +14,9 @@ connection::
 Decisions are made when something new is known — an applied observation, or a
 fused peer track that changes whether the track is confident (pursue or search) —
 at most every ``min_decision_spacing`` s, and at every beat of ``rates.tick``
-otherwise (a peer's other tracks wait for the beat, at most one period). Drivers own sockets, threads and clocks; this
-object never reads a clock. Its log goes through ``log`` (a RunLog's ``log``).
+otherwise (a peer's other tracks wait for the beat, at most one period). Drivers own
+sockets, threads and clocks; this object never reads a clock. Its log goes through
+``log`` (a RunLog's ``log``).
 """
 
 from __future__ import annotations
