@@ -472,8 +472,11 @@ class AgentCore:
             self._refuse("implausible_time", now, peer=peer.name, kind=kind.upper())
             return
         if isinstance(body, Patch) and self.config.use_reputation:
-            self._after_check(peer, self.vetting.check_patch(peer.name, body.cells, t_local,
-                                                             uncertainty), "patch", now)
+            verdict = self.vetting.check_patch(peer.name, body.cells, t_local, uncertainty)
+            self._after_check(peer, verdict, "patch", now)
+            if verdict is not None and not verdict.outcome.passed:
+                self.counters.count("patch_refuted")  # the own views have just refuted it
+                return
         inflation = self._fusion_weight(peer)
         if inflation is None:
             self.counters.count(f"{kind}_not_fused")
@@ -513,18 +516,30 @@ class AgentCore:
                                                t_local, clock_u=uncertainty, now=now)
             self._after_check(peer, verdict, "track", now)
         inflation = self._fusion_weight(peer)
+        agreement = math.nan
+        P_fused: np.ndarray | None = None
         if inflation is None:
             outcome = "not_sharing" if self.config.fusion == FUSION_NONE else "distrusted"
+        elif verdict is not None and not verdict.outcome.passed:
+            self.counters.count("track_refuted")  # the own evidence has just refuted it
+            outcome = "refuted"
         elif body.updates == peer.updates_fused:
             # Nothing new since the last one: the same measurements, only predicted. Fusing
             # it again would keep a lost target alive by passing it back and forth.
             self.counters.count("track_no_new_information")
             outcome = "no_new_information"
         else:
-            outcome = "fused"
+            P_fused = P * inflation
+            if self.config.use_reputation:
+                P_fused, agreement = self.vetting.weigh(peer.name, self.track, x, P_fused,
+                                                        t=t_local, now=now, verdict=verdict)
+            outcome = "fused" if P_fused is not None else "disputed"
+            if P_fused is None:
+                self.counters.count("track_disputed")  # it contradicts the own track
+        if P_fused is not None:
             rule = FusionRule(self.config.fusion)
             confident = self.track_confident(now)
-            self.track.fuse_peer(x, P, t_local, now, inflation=inflation, rule=rule)
+            self.track.fuse_peer(x, P_fused, t_local, now, rule=rule)
             self.stats["tracks_fused"] += 1
             peer.updates_fused = body.updates
             self._track_info_at = now
@@ -540,6 +555,8 @@ class AgentCore:
             "check": None if verdict is None else verdict.outcome.passed,
             "score": self.reputation.score(peer.name),
         }
+        if math.isfinite(agreement):
+            record["agreement"] = agreement  # the NIS against the own track
         if verdict is not None:
             o = verdict.outcome
             record.update(check_reason=str(o.reason), nis=o.nis, refuting=o.refuting,

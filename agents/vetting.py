@@ -35,7 +35,13 @@ import numpy.typing as npt
 from agents.belief.constraints import FreeSpace
 from agents.belief.deposit import Footprint
 from agents.belief.lattice import cell_centre
-from agents.belief.reputation import CheckOutcome, PositionClaim, ReputationTable
+from agents.belief.reputation import (
+    CheckOutcome,
+    PositionClaim,
+    Reason,
+    ReputationTable,
+    position_nis,
+)
 from agents.belief.track import TrackFilter
 from agents.belief.views import View, ViewEvidence, ViewHistory
 from agents.config import AgentConfig
@@ -78,6 +84,7 @@ class Vetting:
         self._checked: dict[str, tuple[int, int]] = {}  # peer -> (epoch, TRACK updates)
         self._patch_seen: dict[str, dict[tuple[int, int], tuple[float, float]]] = {}
         self._distrusted: set[str] = set()
+        self._disputes: dict[str, FloatArray] = {}  # peer -> d dᵀ (m²), see weigh()
 
     # ------------------------------------------------------------ own evidence
 
@@ -181,6 +188,39 @@ class Vetting:
             self._emit("peer_trusted", {"peer": peer, "score": outcome.score})
             return Verdict(outcome, TRUSTED)
         return Verdict(outcome)
+
+    def weigh(self, peer: str, track: TrackFilter, x: FloatArray, P: FloatArray, *, t: float,
+              now: float, verdict: Verdict | None) -> tuple[FloatArray | None, float]:
+        """How a peer's TRACK (``x``, ``P`` at local time ``t``; ``verdict``: its check, not a
+        failed one) may be fused: the covariance to fuse it with, or None when it contradicts
+        the agent's track; and the position NIS against that track (NaN without one).
+
+        Covariance intersection of two estimates that contradict each other is confident and
+        wrong, whoever is right. So a claim beyond the gate is not fused, and the peer is
+        *disputed* by the offset d: until the witness agrees with one of its claims, they
+        are fused with ``d dᵀ`` added to their position covariance, which says what is not
+        known (the own track may have been the wrong one; the peer may have lied before, or
+        since). A view that saw the target near the claim does not settle it: its disc
+        grows with the target's speed and the time between them."""
+        confirmed = verdict is not None and verdict.outcome.reason is Reason.WITNESS_AGREES
+        if confirmed:
+            self._disputes.pop(peer, None)
+        nis = math.nan
+        if track.initialised:
+            t_c = max(now, track.posterior_time)
+            own = PositionClaim.from_track(*track.state_at(t_c))
+            claim = PositionClaim.from_track(*track.predict_peer(x, P, t_c - t))
+            nis = position_nis(own, claim)
+            if nis > self.config.reputation.gate and not confirmed:
+                d = claim.position - own.position
+                self._disputes[peer] = np.outer(d, d)
+                return None, nis
+        D = self._disputes.get(peer)
+        if D is None:
+            return P, nis
+        Q = np.array(P, dtype=np.float64)
+        Q[:2, :2] += D
+        return Q, nis
 
     def rebuild(self, track: TrackFilter, now: float) -> tuple[TrackFilter, str]:
         """What ``track`` took from a peer now distrusted cannot be taken out of it: it

@@ -141,9 +141,14 @@ def test_patch_hot_cells_where_the_camera_sees_nothing_fail_the_patch() -> None:
     cells = Cells.from_arrays(ix, iy, [0.9] * 4, [0.05] * 4)
     body = Patch(round(cs * 1000), t, cells)
     core.on_message(Message(SWARM, "hazel", 7, 1, t, body), PEER, t)
-    records = [r.fields for r in core.take_outputs().records if r.event == "patch_check"]
+    out = core.take_outputs().records
+    records = [r.fields for r in out if r.event == "patch_check"]
     assert len(records) == 1
     assert not records[0]["passed"] and records[0]["refuted"] == 4
+    # The peer is still fusable (one failure), but the cells the camera refuted are not fused.
+    assert core.reputation.fusable("hazel")
+    assert not any(r.event == "fused_patch" for r in out)
+    assert core.counters.as_dict().get("patch_refuted") == 1
     assert core.vetting.checks == {"track_checks": 0, "track_failed": 0,
                                    "patch_checks": 1, "patch_failed": 1}
     # The same cells again, unchanged: nothing new is claimed, nothing is checked.
@@ -180,3 +185,40 @@ def test_a_capture_mapped_after_its_receipt_is_taken_as_now_and_every_track_enco
                 assert send.body.t_ref <= t
                 Message(SWARM, "walnut", 1, k, t, send.body)  # the codec's own checks
     assert core.stats["captures_after_receipt"] == 39 and core.track.initialised
+
+
+def test_a_peer_whose_claims_jump_away_from_the_track_is_disputed_not_believed() -> None:
+    # The peer alone tells where the target is, behind the camera (no own evidence either
+    # way), standing at A; from 2 s it claims B, 1.5 m away, as confidently. Either claim
+    # may be the lie. Fusing B by covariance intersection made the track confident at B
+    # (NEES in the thousands when A was the truth); the track must stay consistent with A.
+    core = core_with_peer()
+    a, b = np.array([0.5, 1.0]), np.array([2.0, 1.0])  # B: 56 degrees off the camera's axis
+    t, seq, next_frame, next_track, next_tick = 0.0, 1, 0.0, 0.3, 0.0
+    outcomes: list[str] = []
+    worst = 0.0
+    while t < 8.0:
+        t = min(next_frame, next_track, next_tick)
+        if t == next_frame:
+            frame(core, t)
+            next_frame = round(next_frame + FRAME, 9)
+        if t == next_track:
+            claim = a if t < 2.0 else b
+            core.on_message(peer_track(seq, t, (float(claim[0]), float(claim[1])), seq),
+                            PEER, t)
+            seq += 1
+            next_track = round(next_track + TRACK_PERIOD, 9)
+        if t == next_tick:
+            core.tick(t)
+            next_tick = round(next_tick + 0.1, 9)
+        for r in core.take_outputs().records:
+            if r.event == "peer_track" and r.fields["t_ref"] >= 2.0:
+                assert r.fields["check"] is None  # nothing of the own evidence bears on it
+                outcomes.append(r.fields["outcome"])
+        if core.track.initialised and t >= 2.0:
+            d = core.track.position - a
+            worst = max(worst, float(d @ np.linalg.solve(core.track.covariance[:2, :2], d)))
+    # A's chi-square (2 dof) stays inside its 99.9 % bound whenever a track is held: B is
+    # fused, if at all, only with the offset it disputes in its covariance.
+    assert worst < 13.8, worst
+    assert outcomes[:5] == ["disputed"] * 5
