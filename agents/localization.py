@@ -12,6 +12,17 @@ they are modelled as white noise with the low-frequency spectral density of
 a first-order Gauss-Markov process, ``2·σ²·τ``, which bounds the error of a
 bias over horizons longer than τ and over-covers shorter ones.
 
+The gyro is a sample (10 Hz in telemetry) of a rate that moves between
+samples (by 1-5 rad/s within 50 ms in the simulated skid-steer car's turns).
+It is held until the next sample arrives; then the interval since the previous
+one is integrated again with the rate ramped between the two (first-order
+hold), back to the last update at most. The rate's wander about that line is
+heading noise: q·Δ³/12 per interval between samples Δ apart (a Brownian
+bridge's integral), q·a³/3 for a sample held for age a; q, the wander's
+spectral density, is estimated from consecutive samples (E[(Δω)²]/Δ = q).
+What the samples cannot see (a rotation between two samples that alias it,
+a collision) stays unmodelled.
+
 **Updates**: a tag is a range-bearing landmark, gated at χ²(2) = 9.21 on the
 normalised innovation squared (NIS); a pose fix is gated at χ²(3) = 11.34.
 
@@ -43,16 +54,16 @@ apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
 time-aware entry point. The geometry (motion step, range-bearing model, the
 pose from tags alone) is :mod:`agents.pose_geometry`.
 
-Why one module of ~590 lines: it is one filter. Its rewind-and-replay of held
-inputs, its gates and its rules for losing the pose act on one state, and
-read best side by side.
+Why one module of ~680 lines: it is one filter. Its rewind-and-replay of held
+inputs (and of ramped gyro rates), its gates and its rules for losing the pose
+act on one state, and read best side by side.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -112,6 +123,9 @@ class LocalizerParams:
     """Gyro yaw-rate error (bias plus noise), rad/s."""
     error_correlation_time: float = 0.5
     """τ of the rate errors, seconds."""
+    rate_change_window: float = 1.0
+    """Time constant (s) of the running estimate of how fast the gyro rate changes between
+    samples (its wander's spectral density, from consecutive samples)."""
     position_noise_density: float = 1e-4
     """Isotropic position diffusion, m²/s (bumps, lateral slip)."""
     camera_forward: float = 0.05
@@ -152,6 +166,7 @@ class LocalizerParams:
             require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0")
         for name in (
             "error_correlation_time",
+            "rate_change_window",
             "tag_gate",
             "pose_fix_gate",
             "init_max_position_trace",
@@ -200,11 +215,24 @@ class BatchResult:
 
 @dataclass(frozen=True)
 class _Inputs:
-    """Wheel duties and gyro rate, held over an interval."""
+    """Wheel duties and the gyro rate over an interval.
+
+    The gyro rate at time τ is ``gyro_z + gyro_slope·(τ - sampled_at)``: held (slope 0,
+    ``next_sample`` None) until the next sample arrives, then a ramp to it (first-order
+    hold, ``next_sample`` its time). ``rate_psd`` is the spectral density (rad²/s³) of
+    the true rate's wander about that line, which the filter adds as heading noise.
+    """
 
     duty_left: float
     duty_right: float
     gyro_z: float | None
+    sampled_at: float = 0.0
+    gyro_slope: float = 0.0
+    next_sample: float | None = None
+    rate_psd: float = 0.0
+
+    def sample(self) -> tuple[float, float, float | None]:
+        return self.duty_left, self.duty_right, self.gyro_z
 
 
 @dataclass
@@ -248,6 +276,8 @@ class PoseEKF:
         self._t_last_update = -math.inf
         self._consecutive_rejections = 0
         self._history: list[_Segment] = []
+        self._held: _Inputs | None = None
+        self._rate_psd: float | None = None
 
     # ---------------------------------------------------------------- state
 
@@ -306,7 +336,7 @@ class PoseEKF:
     # ---------------------------------------------------------------- predict
 
     def _rates(self, u: _Inputs) -> tuple[float, float, float, float]:
-        """(v, omega, sigma_v, sigma_omega) for the given inputs."""
+        """(v, omega at the sample, sigma_v, sigma_omega) for the given inputs."""
         p = self.params
         v, omega_wheels = self.drive.body_velocity(u.duty_left, u.duty_right)
         sigma_v = p.speed_error_frac * abs(v) + p.speed_error_floor
@@ -314,19 +344,38 @@ class PoseEKF:
             return v, u.gyro_z, sigma_v, p.gyro_error
         return v, omega_wheels, sigma_v, p.yaw_error_frac * abs(omega_wheels) + p.yaw_error_floor
 
+    @staticmethod
+    def _wander_var(u: _Inputs, t: float, h: float) -> float:
+        """Heading variance (rad²) the rate's wander about its held or ramped line adds over
+        [t, t + h]: q·((a+h)³ - a³)/3 for a sample held since age a (integrated random
+        walk), q·Δ²·h/12 between two samples Δ apart (the bridge's q·Δ³/12 spread evenly).
+        """
+        if u.rate_psd <= 0.0:
+            return 0.0
+        if u.next_sample is None:
+            a = max(0.0, t - u.sampled_at)
+            return u.rate_psd * ((a + h) ** 3 - a**3) / 3.0
+        span = u.next_sample - u.sampled_at
+        return u.rate_psd * span * span * h / 12.0
+
     def _integrate(
-        self, x: FloatArray, P: FloatArray, dt: float, u: _Inputs
+        self, x: FloatArray, P: FloatArray, t0: float, dt: float, u: _Inputs
     ) -> tuple[FloatArray, FloatArray]:
+        """The state and covariance at ``t0 + dt`` from those at ``t0`` under inputs ``u``."""
         if dt <= 0.0:
             return x.copy(), P.copy()
         p = self.params
-        v, omega, sv, so = self._rates(u)
+        v, omega0, sv, so = self._rates(u)
         steps = max(1, math.ceil(dt / p.max_step - 1e-9))
         h = dt / steps
         two_tau = 2.0 * p.error_correlation_time
-        rate_cov = np.diag([two_tau * sv * sv / h, two_tau * so * so / h])
         diffusion = np.diag([p.position_noise_density * h, p.position_noise_density * h, 0.0])
-        for _ in range(steps):
+        for k in range(steps):
+            t = t0 + k * h
+            omega = omega0 + u.gyro_slope * (t + 0.5 * h - u.sampled_at)
+            rate_cov = np.diag(
+                [two_tau * sv * sv / h, two_tau * so * so / h + self._wander_var(u, t, h) / h**2]
+            )
             x, F, G = motion_step(x, v, omega, h)
             P = F @ P @ F.T + G @ rate_cov @ G.T + diffusion
         return x, 0.5 * (P + P.T)
@@ -336,23 +385,52 @@ class PoseEKF:
     ) -> None:
         """Advance by ``dt`` seconds with these duties held (and this gyro rate, if any)."""
         require(math.isfinite(dt) and dt >= 0.0, f"dt must be finite and >= 0, got {dt}")
-        self._advance(self._t + dt, self._inputs(duty_left, duty_right, gyro_z))
+        self.predict_to(self._t + dt, duty_left, duty_right, gyro_z)
 
     def predict_to(
         self, t: float, duty_left: float, duty_right: float, gyro_z: float | None = None
     ) -> None:
-        """Advance to time ``t`` (not before the filter time) with these inputs held."""
+        """Advance to time ``t`` (not before the filter time) with these inputs held.
+
+        Inputs that differ from the last ones are a new sample taken at the filter's
+        time: the interval since the previous gyro sample is integrated again with the
+        rate ramped between the two (back to the last update at most, which stays as
+        applied), and the rate's wander is estimated from the change.
+        """
         require(math.isfinite(t), "t must be finite")
         require(t >= self._t, f"predict_to({t}) is before the filter time {self._t}")
-        self._advance(t, self._inputs(duty_left, duty_right, gyro_z))
-
-    @staticmethod
-    def _inputs(duty_left: float, duty_right: float, gyro_z: float | None) -> _Inputs:
         require(
             math.isfinite(duty_left) and math.isfinite(duty_right), "duties must be finite"
         )
         require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
-        return _Inputs(duty_left, duty_right, gyro_z)
+        if self._held is None or self._held.sample() != (duty_left, duty_right, gyro_z):
+            self._new_sample(duty_left, duty_right, gyro_z)
+        assert self._held is not None
+        self._advance(t, self._held)
+
+    def _new_sample(self, duty_left: float, duty_right: float, gyro_z: float | None) -> None:
+        old, now = self._held, self._t
+        if old is not None and old.gyro_z is not None and gyro_z is not None:
+            span = now - old.sampled_at
+            if span > 0.0:
+                slope = (gyro_z - old.gyro_z) / span
+                seen = slope * slope * span  # E[(Δω)²]/Δ = q for a random walk
+                weight = 1.0 - math.exp(-span / self.params.rate_change_window)
+                psd = self._rate_psd
+                self._rate_psd = seen if psd is None else psd + weight * (seen - psd)
+                self._ramp(old, slope, self._rate_psd)
+        psd = 0.0 if self._rate_psd is None else self._rate_psd
+        self._held = _Inputs(duty_left, duty_right, gyro_z, now, rate_psd=psd)
+
+    def _ramp(self, old: _Inputs, slope: float, psd: float) -> None:
+        """Integrate again, since ``old`` was sampled, with its rate ramped to the new one."""
+        start = max(old.sampled_at, self._t_last_update)
+        if self._history:
+            start = max(start, self._history[0].t0)
+        if self._x is None or start >= self._t:
+            return
+        ramp = replace(old, gyro_slope=slope, next_sample=self._t, rate_psd=psd)
+        self._replay([replace(seg, inputs=ramp) for seg in self._rewind(start)])
 
     def _advance(self, t1: float, u: _Inputs) -> None:
         if t1 <= self._t:
@@ -365,7 +443,7 @@ class PoseEKF:
             None if self._P is None else self._P.copy(),
         )
         if self._x is not None and self._P is not None:
-            self._x, self._P = self._integrate(self._x, self._P, t1 - self._t, u)
+            self._x, self._P = self._integrate(self._x, self._P, self._t, t1 - self._t, u)
         self._t = t1
         self._history.append(seg)
         self._trim()
@@ -467,7 +545,7 @@ class PoseEKF:
         k = next(i for i, seg in enumerate(self._history) if seg.t0 <= t < seg.t1)
         seg = self._history[k]
         if seg.x0 is not None and seg.P0 is not None:
-            self._x, self._P = self._integrate(seg.x0, seg.P0, t - seg.t0, seg.inputs)
+            self._x, self._P = self._integrate(seg.x0, seg.P0, seg.t0, t - seg.t0, seg.inputs)
         else:
             self._x, self._P = None, None
         rest = [
@@ -574,7 +652,7 @@ class PoseEKF:
             if seg.t0 <= t < seg.t1:
                 if seg.x0 is None or seg.P0 is None:
                     return None
-                return self._integrate(seg.x0, seg.P0, t - seg.t0, seg.inputs)
+                return self._integrate(seg.x0, seg.P0, seg.t0, t - seg.t0, seg.inputs)
         return None
 
     def detection_from_sighting(self, sighting: TagSighting, t: float) -> Detection | None:

@@ -357,6 +357,88 @@ def test_simulated_loop_detection_coverage(loop_run: RunStats) -> None:
     assert 0.92 <= loop_run.coverage_95 <= 1.0
 
 
+# --------------------------------------------------------------------------- gyro samples
+
+
+def test_gyro_rate_is_interpolated_between_samples() -> None:
+    """First-order hold: once the next gyro sample arrives, the interval since the previous
+    one is integrated with the rate ramped between the two (the exact solution of
+    θ' = ω0 + (ω1 - ω0)·t/Δ, x' = v·cos θ, y' = v·sin θ), not with the first rate held."""
+    drive = DriveModel()
+    ekf = PoseEKF(TAGS, drive, LocalizerParams(max_step=0.001), t0=0.0)
+    ekf.set_pose(1.0, 1.0, 0.2, np.diag([1e-3, 1e-3, 1e-4]))
+    duty, (w0, w1), span = 0.8, (0.5, 2.5), 0.1
+    ekf.predict_to(span, duty, duty, gyro_z=w0)
+    assert est_of(ekf)[2] == pytest.approx(0.2 + w0 * span)  # held until the next sample
+    ekf.predict_to(span + 1e-3, duty, duty, gyro_z=w1)  # the next sample, taken at 0.1 s
+    at = ekf.pose_at(span)
+    assert at is not None
+    v, _ = drive.body_velocity(duty, duty)
+    t = np.linspace(0.0, span, 100_001)
+    theta = 0.2 + w0 * t + (w1 - w0) * t * t / (2 * span)
+    dt = t[1] - t[0]
+    x = 1.0 + v * float(np.sum(np.cos(theta[:-1]) + np.cos(theta[1:])) * dt / 2)
+    y = 1.0 + v * float(np.sum(np.sin(theta[:-1]) + np.sin(theta[1:])) * dt / 2)
+    assert at[0][2] == pytest.approx(0.2 + (w0 + w1) / 2 * span, abs=1e-12)
+    assert at[0][:2] == pytest.approx([x, y], abs=1e-6)
+
+
+def test_an_update_between_samples_is_kept() -> None:
+    """The ramp reaches back to the last update at most: what a tag did stays applied."""
+    rng = np.random.default_rng(5)
+    pose = np.array([2.5, 3.0, math.pi / 2])
+    ekf = PoseEKF(TAGS, params=LocalizerParams(camera_forward=CAMERA_FORWARD), t0=0.0)
+    put(ekf, pose, np.diag([0.01, 0.01, 0.003]))
+    ekf.predict_to(0.05, 0.0, 0.0, gyro_z=0.0)
+    result = ekf.update_batch(ObservationBatch(0.05, True, sight_tags(pose, rng)))
+    assert all(r.accepted for _, r in result.tag_results)
+    after_update = est_of(ekf)
+    ekf.predict_to(0.1, 0.0, 0.0, gyro_z=0.0)
+    ekf.predict_to(0.15, 0.0, 0.0, gyro_z=1.0)  # sampled at 0.1 (the last at 0): ω = 10·t
+    at = ekf.pose_at(0.1)
+    assert at is not None
+    # Only [0.05, 0.1] is ramped: ∫ 10·t dt = 5·(0.1² - 0.05²); the held 0 before the update.
+    assert at[0][2] == pytest.approx(after_update[2] + 5.0 * (0.1**2 - 0.05**2), abs=1e-9)
+
+
+def test_heading_variance_covers_a_wandering_rate_sampled_at_10_hz() -> None:
+    """The yaw rate a random walk of spectral density q (rad²/s³), the gyro sampling it
+    every 0.1 s without noise. Between samples the filter integrates the ramp, whose
+    error is a Brownian bridge's integral, variance q·Δ³/12 per interval, and past the
+    last sample the held rate, q·a³/3 at age a; q it estimates from the samples. The
+    heading error's variance over 400 runs matches the filter's (a filter that holds each
+    sample and adds only the gyro's own error claims almost nothing here)."""
+    q, span, fine = 12.0, 0.1, 0.001
+    rng = np.random.default_rng(11)
+    params = LocalizerParams(gyro_error=1e-4, max_position_trace=1e3, max_heading_var=1e3)
+    errors, variances = [], []
+    for _ in range(400):
+        ekf = PoseEKF(TAGS, params=params, t0=0.0)
+        omega = theta = held = 0.0
+        for k in range(1, 51):  # 3 s to learn q, 2 s measured, then 0.05 s past a sample
+            for _ in range(round(span / fine)):
+                step = float(rng.normal(0.0, math.sqrt(q * fine)))
+                theta += (omega + 0.5 * step) * fine
+                omega += step
+            ekf.predict_to(k * span, 0.0, 0.0, gyro_z=held)  # what the car reported last
+            held = omega  # sampled at k·span, given with the next prediction
+            if k == 30:
+                ekf.set_pose(2.5, 2.5, wrap_angle(theta), np.diag([1e-6, 1e-6, 1e-8]))
+        for _ in range(round(span / fine / 2)):
+            step = float(rng.normal(0.0, math.sqrt(q * fine)))
+            theta += (omega + 0.5 * step) * fine
+            omega += step
+        ekf.predict_to(50 * span + span / 2, 0.0, 0.0, gyro_z=held)
+        errors.append(wrap_angle(est_of(ekf)[2] - theta))
+        variances.append(cov_of(ekf)[2, 2])
+    expected = 20 * q * span**3 / 12 + q * (span / 2) ** 3 / 3
+    assert float(np.mean(variances)) == pytest.approx(expected, rel=0.35)
+    ratio = float(np.mean(np.square(errors))) / float(np.mean(variances))
+    print(f"heading: mean variance {np.mean(variances):.2e} (formula {expected:.2e}), "
+          f"error² mean / variance {ratio:.2f}")
+    assert 0.75 <= ratio <= 1.35, ratio
+
+
 # --------------------------------------------------------------------------- gating and init
 
 
