@@ -16,10 +16,14 @@ and confronts with it every *new measurement* a peer publishes, not every resend
 - a PATCH's hot cells that rose since that peer's previous PATCH of them: the
   own views around the time they could have risen.
 
-Verdicts go to the reputation table (:mod:`agents.belief.reputation`). When a check
-turns a peer distrusted, what the core's track took from it cannot be taken out: the
-core starts its track over from the witness (:meth:`Vetting.rebuild`). Deterministic,
-like the core: no clock reads, ordered iteration only.
+Verdicts go to the reputation table (:mod:`agents.belief.reputation`); the claim a
+check refutes is not fused, whatever the peer's score. A claim nothing of the own
+evidence bears on is not fused either when it contradicts the agent's track: the peer
+is then disputed, and its claims carry the disagreement in their covariance until the
+witness agrees with one (:meth:`Vetting.weigh`). When a check turns a peer distrusted,
+what the core's track took from it cannot be taken out: the core starts its track over
+from the witness (:meth:`Vetting.rebuild`). Deterministic, like the core: no clock
+reads, ordered iteration only.
 """
 
 from __future__ import annotations
