@@ -75,7 +75,7 @@ SIZE_ONLY: dict[str, frozenset[str] | None] = {
 FLOAT32: dict[str, frozenset[str]] = {
     "decision": frozenset({"v", "omega", "duty", "goal"}),
     "detection": frozenset({"x", "y", "cov"}),
-    "peer_track": frozenset({"x", "score", "nis"}),
+    "peer_track": frozenset({"x", "score", "nis", "agreement"}),
 }
 
 
