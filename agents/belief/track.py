@@ -184,6 +184,7 @@ class TrackFilter:
         self._steps: list[_Step] = []
         self._view_t = math.nan
         self._view: tuple[FloatArray, FloatArray, FloatArray] | None = None
+        self._memo: tuple[_Posterior, float, _Posterior] | None = None
         self._updates = 0
         self._gated_in_row = 0
         self._reinits = 0
@@ -307,10 +308,17 @@ class TrackFilter:
         self._view = None
 
     def _predicted(self, post: _Posterior, t: float) -> _Posterior:
-        """The IMM prediction of ``post`` to ``t`` (mixing, mode-matched prediction, limits)."""
+        """The IMM prediction of ``post`` to ``t`` (mixing, mode-matched prediction, limits).
+
+        The last one is kept: a peer's TRACK is checked against the prediction to the time
+        it is then fused at (posteriors are never changed in place, so ``is`` identifies one).
+        """
         dt = t - post.t
         if not dt > 0.0:
             return post
+        memo = self._memo
+        if memo is not None and memo[0] is post and memo[1] == t:
+            return memo[2]
         p = self.params
         cbar, x0, P0, M = mix(post.mu, switching_matrix(dt, p.sojourn), post.xs, post.Ps)
         decay = math.exp(-dt / p.pose_error_time)
@@ -324,7 +332,9 @@ class TrackFilter:
             xs.append(xj)
             Ps.append(Pj)
             Ss.append(decay * (F @ S0))
-        return _Posterior(t, xs, Ps, Ss, cbar)
+        prior = _Posterior(t, xs, Ps, Ss, cbar)
+        self._memo = (post, t, prior)
+        return prior
 
     # ---------------------------------------------------------------- update
     def update_position(

@@ -3,6 +3,7 @@ room and speed limits, gating and peer fusion."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -298,3 +299,35 @@ def test_peer_fusion_rules_naive_and_max_confidence() -> None:
     c = filt()
     c.fuse_peer(peer_x, peer_P, 0.0, 0.0, rule=FusionRule.CI)
     assert np.trace(a.covariance) < np.trace(c.covariance)
+
+
+def test_a_kept_prediction_is_never_served_for_a_changed_posterior() -> None:
+    """The last prediction is reused only for the same posterior and time: after a detection,
+    a peer fusion or a late detection (a rewind), the estimate at a time asked before is
+    predicted anew, exactly as by a filter that was never asked in between."""
+    space = FreeSpace(5.0, 5.0, [(2.5, 1.0, 0.4, 0.4)], margin=0.1)
+    # The peer's track is fused at the newest update's time (it arrives "before" it), so
+    # nothing else is predicted between the two questions; the detection at 0.08 rewinds.
+    inputs = [("det", (1.0, 1.0), 0.0), ("det", (1.1, 1.0), 0.1), ("peer", (1.2, 1.0), 0.05),
+              ("det", (1.05, 1.0), 0.08), ("det", (1.3, 1.05), 0.3)]
+
+    def feed(f: TrackFilter, kind: str, z: tuple[float, float], t: float) -> None:
+        if kind == "det":
+            f.update_position(z, np.eye(2) * 0.01, t, consider=np.eye(2) * 0.002)
+        else:
+            f.fuse_peer([*z, 1.0, 0.0], np.eye(4) * 0.05, t - 0.05, t)
+
+    asked = TrackFilter(space=space)
+    shown = []
+    for k, (kind, z, t) in enumerate(inputs):
+        feed(asked, kind, z, t)
+        x, P = asked.state_at(0.4)
+        x2, P2 = asked.state_at(0.4)  # the kept one
+        assert np.array_equal(x, x2) and np.array_equal(P, P2)
+        quiet = TrackFilter(space=space)
+        for item in inputs[: k + 1]:
+            feed(quiet, *item)
+        xq, Pq = quiet.state_at(0.4)
+        assert np.array_equal(x, xq) and np.array_equal(P, Pq)
+        shown.append(x)
+    assert all(not np.array_equal(a, b) for a, b in itertools.pairwise(shown))
