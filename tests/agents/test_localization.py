@@ -138,7 +138,10 @@ def test_one_predict_matches_the_textbook_ekf() -> None:
     tau2 = 2 * params.error_correlation_time
     sv = params.speed_error_frac * abs(v) + params.speed_error_floor
     M = np.diag([tau2 * sv**2 / dt, tau2 * params.gyro_error**2 / dt])
-    Q = G @ M @ G.T + np.diag([params.position_noise_density * dt] * 2 + [0.0])
+    # Isotropic diffusion, plus the turning skid-steer's stray centre of rotation: a velocity
+    # error icr_offset·|w| per axis, correlated over τ (spectral density 2τσ²).
+    slip = params.position_noise_density + tau2 * (params.icr_offset * w) ** 2
+    Q = G @ M @ G.T + np.diag([slip * dt] * 2 + [0.0])
     P_expected = F @ P0 @ F.T + Q
     assert ekf.t == pytest.approx(10.1)
     assert np.allclose(est_of(ekf), x_expected)
