@@ -129,9 +129,12 @@ def test_killed_agent_car_stops_and_restart_catches_up(two_car_swarm: Swarm, fir
     new_log = list(read_run_log(log_path(run, "hazel")))
     start = next(line["t"] for line in new_log if line["event"] == "start")
     fused = [line["t"] for line in new_log if line["event"] == "fused_snapshot"]
-    rejoined = [line for line in read_run_log(log_path(run, "walnut"))
-                if line["event"] == "peer_joined" and line["t"] > t_restart]
-    assert rejoined and rejoined[0]["why"] == "new_epoch"
+
+    def rejoined() -> list[dict]:  # in walnut's log once the chunk holding it is closed
+        return [line for line in live.events("walnut", "peer_joined") if line["t"] > t_restart]
+
+    wait_for(rejoined, 30, "walnut's peer_joined for the restarted hazel", [world, walnut, hazel])
+    assert rejoined()[0]["why"] == "new_epoch"
     wait_for(lambda: any(b["t"] > start + 3.0 for b in live.events("hazel", "belief")), 60,
              "hazel's belief 3 s after its restart", [world, walnut, hazel])
     assert swarm.stop("walnut", "hazel") == {"walnut": 0, "hazel": 0}

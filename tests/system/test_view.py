@@ -30,7 +30,9 @@ from tools.commands.view import view_args
 from tools.procs import running
 from worlds.arena import shipped_arena
 
-pytestmark = pytest.mark.slow
+# Each wait below has its own deadline (60 s to serve, 90 s to see every channel); this
+# bounds the whole test on a busy machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 NAMES = ("walnut", "hazel")
 EXPECTED = {f"/{n}/{kind}" for n in NAMES for kind in ("scene", "grid", "stats", "peers")} | {
     "/world/room", "/world/truth"}
