@@ -166,6 +166,9 @@ class Scene:
         self.arena = arena
         self._textures: dict[int, int] = {}
         p.setGravity(0, 0, -9.81, physicsClientId=client)
+        # Two bodies touch only if each one's group is in the other's mask. PyBullet's
+        # default is "either", which let the kinematic target (mask 0) shove cars away.
+        p.setPhysicsEngineParameter(collisionFilterMode=0, physicsClientId=client)
         p.setTimeStep(1.0 / arena.physics.rate_hz, physicsClientId=client)
         self.floor = self._floor()
         self.walls = self._walls()

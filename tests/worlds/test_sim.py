@@ -379,3 +379,26 @@ def test_a_world_keeps_no_temporary_files_a_kill_would_leave_behind(tmp_path, mo
         assert list(tmp_path.iterdir()) == []
     finally:
         w.close()
+
+
+def test_the_target_passes_through_a_car_without_moving_it():
+    # PyBullet filters collisions by "group of one AND mask of the other" only when told:
+    # its default ORs them, and the kinematic target then shoved a parked car away at
+    # ~1 m/s (a camera-mode run lost its car's pose this way).
+    text = arena_text("127.0.9").replace("center = [2.6, 1.6]", "center = [2.5, 3.0]")
+    w = World(parse_arena(text, "t.toml"), t0=0.0)
+    try:
+        x0, y0, yaw0 = w.scene.cars[2].pose()
+        passed = False
+        t = 0.0
+        while t < 4.0:
+            t += 0.05
+            w.advance_to(t)
+            state = w.target_state
+            assert state is not None
+            passed |= math.hypot(state.x - x0, state.y - y0) < 0.05
+        x, y, yaw = w.scene.cars[2].pose()
+        assert passed  # the target's column went through the car's place
+        assert math.hypot(x - x0, y - y0) < 0.005 and abs(wrap_angle(yaw - yaw0)) < 0.01
+    finally:
+        w.close()
