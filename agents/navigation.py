@@ -39,7 +39,7 @@ areas; they spread because the variance they share says where has been seen.
 Deterministic: no random numbers; the same sequence of inputs gives the same
 decisions bit for bit.
 
-Why one module of ~500 lines: it is one policy (search, pursue, steer, brake)
+Why one module of ~640 lines: it is one policy (search, pursue, steer, brake)
 over one set of inputs and one goal; the room is :mod:`agents.room`.
 """
 

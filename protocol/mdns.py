@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from protocol.errors import ProtocolError
-from protocol.swarm.messages import PROTOCOL_VERSION, check_name
+from protocol.swarm.fields import check_name
+from protocol.swarm.messages import PROTOCOL_VERSION
 
 SERVICE_TYPE = "_stigmesh._udp.local."
 

@@ -4,6 +4,7 @@ from protocol.swarm.cells import Cells
 from protocol.swarm.chunking import patch_capacity, patch_messages, snapshot_messages
 from protocol.swarm.codec import decode_datagram, encode, encoded_size
 from protocol.swarm.errors import FieldError, RejectReason, SwarmDecodeError
+from protocol.swarm.fields import from_upper_triangle, upper_triangle
 from protocol.swarm.messages import (
     DEFAULT_DATAGRAM_LIMIT,
     MAX_DATAGRAM_LIMIT,
@@ -22,9 +23,7 @@ from protocol.swarm.messages import (
     Snapshot,
     SwarmId,
     Track,
-    from_upper_triangle,
     swarm_id_from_name,
-    upper_triangle,
 )
 from protocol.swarm.receiver import Rejection, SwarmReceiver
 from protocol.swarm.replay import ReplayGuard, ReplayWindow

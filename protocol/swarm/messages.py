@@ -9,7 +9,6 @@ of rules. Units: metres, radians, seconds on the sender's monotonic clock.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import struct
@@ -23,6 +22,17 @@ import numpy.typing as npt
 
 from protocol.swarm.cells import INT16_MAX, INT16_MIN, Cells
 from protocol.swarm.errors import FieldError, RejectReason
+from protocol.swarm.fields import (
+    SENDER_MAX_BYTES,
+    binary32_field,
+    covariance_field,
+    float_field,
+    floats_field,
+    from_upper_triangle,
+    int_field,
+    text_field,
+    time_field,
+)
 
 PROTOCOL_VERSION = 1
 DEFAULT_SWARM_PORT = 47000  # SWARM.md §10.1: every member of a swarm uses the same port
@@ -32,18 +42,10 @@ MIN_DATAGRAM_LIMIT = 1200
 MAX_DATAGRAM_LIMIT = 65000
 U16_MAX = 2**16 - 1
 U32_MAX = 2**32 - 1
-SENDER_MAX_BYTES = 32
 COUNTER_NAME_MAX_BYTES = 32
 MAX_COUNTERS = 16
 BYE_REASON_MAX_BYTES = 64
 SWARM_NAME_MAX_BYTES = 64
-MAX_TIME = 2.0**32
-"""Every time on the wire is a monotonic reading in seconds, 0 <= t < 2**32 (136 years)."""
-NAME_CHARACTERS = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
-)
-"""Sender and counter names: ASCII letters, digits, '.', '_' and '-' only, so that no
-name can reorder, hide or fake text where it is printed (a status table, a log)."""
 
 SwarmId = NewType("SwarmId", int)
 
@@ -87,125 +89,6 @@ def check_datagram_limit(limit: int) -> int:
     return limit
 
 
-# --- field checks -------------------------------------------------------------------------
-
-
-def _float(name: str, value: object) -> float:
-    if type(value) is float:  # the common case, with nothing to convert
-        f = value
-    elif isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise FieldError(RejectReason.BAD_TYPE, f"{name} must be a number")
-    else:
-        f = float(value)
-    if not math.isfinite(f):
-        raise FieldError(RejectReason.NOT_FINITE, f"{name} must be finite, got {f}")
-    return f
-
-
-def _time(name: str, value: object) -> float:
-    t = _float(name, value)
-    if not 0.0 <= t < MAX_TIME:
-        raise FieldError(RejectReason.OUT_OF_RANGE, f"{name}={t} outside 0..2**32 s")
-    return t
-
-
-def _int(name: str, value: object, lo: int, hi: int) -> int:
-    if type(value) is int:  # the common case, with nothing to convert
-        i = value
-    elif isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise FieldError(RejectReason.BAD_TYPE, f"{name} must be an integer")
-    else:
-        i = int(value)
-    if not lo <= i <= hi:
-        raise FieldError(RejectReason.OUT_OF_RANGE, f"{name}={i} outside {lo}..{hi}")
-    return i
-
-
-def _text(name: str, value: object, min_bytes: int, max_bytes: int, *, is_name: bool) -> str:
-    if not isinstance(value, str):
-        raise FieldError(RejectReason.BAD_TYPE, f"{name} must be a string")
-    return _checked_text(name, value, min_bytes, max_bytes, is_name)
-
-
-@functools.lru_cache(maxsize=256)  # the same few sender ids arrive in every datagram
-def _checked_text(name: str, value: str, min_bytes: int, max_bytes: int, is_name: bool) -> str:
-    try:
-        n = len(value.encode("utf-8"))
-    except UnicodeEncodeError as e:  # lone surrogates cannot be sent
-        raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} is not valid Unicode") from e
-    if not min_bytes <= n <= max_bytes:
-        raise FieldError(
-            RejectReason.OUT_OF_RANGE, f"{name} must be {min_bytes}..{max_bytes} UTF-8 bytes"
-        )
-    if is_name:
-        if not NAME_CHARACTERS.issuperset(value):
-            raise FieldError(
-                RejectReason.OUT_OF_RANGE, f"{name} may hold only A-Z a-z 0-9 . _ -"
-            )
-    elif any(not 0x20 <= ord(c) <= 0x7E for c in value):
-        raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} may hold only printable ASCII")
-    return value
-
-
-def check_name(name: str, what: str = "name") -> str:
-    """A sender (agent) name as the wire allows it; ``ValueError`` saying why otherwise."""
-    return _text(what, name, 1, SENDER_MAX_BYTES, is_name=True)
-
-
-def _floats(name: str, value: object, n: int) -> tuple[float, ...]:
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
-        raise FieldError(RejectReason.BAD_SHAPE, f"{name} must be a sequence of {n} numbers")
-    if len(value) != n:
-        raise FieldError(RejectReason.BAD_SHAPE, f"{name} must hold {n} numbers")
-    return tuple(_float(f"{name}[{i}]", v) for i, v in enumerate(value))
-
-
-def _binary32(name: str, values: tuple[float, ...]) -> tuple[float, ...]:
-    """Round to float 32, as these fields travel (codec.F32Array); refuse what overflows."""
-    with np.errstate(over="ignore"):
-        f32 = np.asarray(values, dtype=np.float32)
-    if not np.isfinite(f32).all():
-        raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} does not fit float 32")
-    return tuple(float(v) for v in f32.tolist())
-
-
-def _covariance(name: str, value: object, dim: int) -> tuple[float, ...]:
-    """An upper triangle (row-major) of a dim x dim covariance; diagonal must be >= 0."""
-    tri = _floats(name, value, dim * (dim + 1) // 2)
-    for k in _diagonal_positions(dim):
-        if tri[k] < 0:
-            raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} has a negative variance")
-    return tri
-
-
-def _diagonal_positions(dim: int) -> list[int]:
-    out, k = [], 0
-    for row in range(dim):
-        out.append(k)
-        k += dim - row
-    return out
-
-
-def upper_triangle(matrix: npt.ArrayLike) -> tuple[float, ...]:
-    """Row-major upper triangle (diagonal included) of a square matrix."""
-    m = np.asarray(matrix, dtype=np.float64)
-    if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise ValueError("a square matrix is required")
-    rows, cols = np.triu_indices(m.shape[0])
-    return tuple(float(v) for v in m[rows, cols])
-
-
-def from_upper_triangle(values: Sequence[float], dim: int) -> npt.NDArray[np.float64]:
-    """The symmetric dim x dim matrix whose row-major upper triangle is ``values``."""
-    if len(values) != dim * (dim + 1) // 2:
-        raise ValueError(f"{dim}x{dim} needs {dim * (dim + 1) // 2} values")
-    m = np.zeros((dim, dim))
-    rows, cols = np.triu_indices(dim)
-    m[rows, cols] = values
-    m[cols, rows] = values
-    return m
-
-
 def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
 
@@ -230,16 +113,16 @@ class Heartbeat:
     counters: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
-        _set(self, "x", _float("x", self.x))
-        _set(self, "y", _float("y", self.y))
-        h = _float("heading", self.heading)
+        _set(self, "x", float_field("x", self.x))
+        _set(self, "y", float_field("y", self.y))
+        h = float_field("heading", self.heading)
         if not -math.pi <= h <= math.pi:
             raise FieldError(RejectReason.OUT_OF_RANGE, f"heading {h} outside [-pi, pi]")
         _set(self, "heading", h)
-        _set(self, "cov", _binary32("cov", _covariance("cov", self.cov, 3)))
+        _set(self, "cov", binary32_field("cov", covariance_field("cov", self.cov, 3)))
         _set(self, "mode", _mode(self.mode))
-        _set(self, "origin_ix", _int("origin_ix", self.origin_ix, INT16_MIN, INT16_MAX))
-        _set(self, "origin_iy", _int("origin_iy", self.origin_iy, INT16_MIN, INT16_MAX))
+        _set(self, "origin_ix", int_field("origin_ix", self.origin_ix, INT16_MIN, INT16_MAX))
+        _set(self, "origin_iy", int_field("origin_iy", self.origin_iy, INT16_MIN, INT16_MAX))
         _set(self, "counters", _counters(self.counters))
 
     @property
@@ -252,7 +135,7 @@ class Heartbeat:
 
 
 def _mode(value: object) -> Mode:
-    m = _int("mode", value, 0, U32_MAX)
+    m = int_field("mode", value, 0, U32_MAX)
     try:
         return Mode(m)
     except ValueError:
@@ -269,15 +152,15 @@ def _counters(value: object) -> tuple[tuple[str, int], ...]:
     for pair in items:
         if not isinstance(pair, Sequence) or isinstance(pair, str | bytes) or len(pair) != 2:
             raise FieldError(RejectReason.BAD_TYPE, "counters must be (name, value) pairs")
-        name = _text("counter name", pair[0], 1, COUNTER_NAME_MAX_BYTES, is_name=True)
+        name = text_field("counter name", pair[0], 1, COUNTER_NAME_MAX_BYTES, is_name=True)
         if name in out:
             raise FieldError(RejectReason.INCONSISTENT, f"counter {name!r} appears twice")
-        out[name] = _int(f"counter {name!r}", pair[1], 0, U32_MAX)
+        out[name] = int_field(f"counter {name!r}", pair[1], 0, U32_MAX)
     return tuple(sorted(out.items()))
 
 
 def _cell_size_mm(value: object) -> int:
-    return _int("cell_size_mm", value, 1, U16_MAX)
+    return int_field("cell_size_mm", value, 1, U16_MAX)
 
 
 def _cells(value: object) -> Cells:
@@ -298,7 +181,7 @@ class Patch:
 
     def __post_init__(self) -> None:
         _set(self, "cell_size_mm", _cell_size_mm(self.cell_size_mm))
-        _set(self, "t_ref", _time("t_ref", self.t_ref))
+        _set(self, "t_ref", time_field("t_ref", self.t_ref))
         _cells(self.cells)
 
     @property
@@ -318,10 +201,10 @@ class Track:
     updates: int  # how many measurements the filter has fused, u32
 
     def __post_init__(self) -> None:
-        _set(self, "mean", _binary32("mean", _floats("mean", self.mean, 4)))
-        _set(self, "cov", _binary32("cov", _covariance("cov", self.cov, 4)))
-        _set(self, "t_ref", _time("t_ref", self.t_ref))
-        _set(self, "updates", _int("updates", self.updates, 0, U32_MAX))
+        _set(self, "mean", binary32_field("mean", floats_field("mean", self.mean, 4)))
+        _set(self, "cov", binary32_field("cov", covariance_field("cov", self.cov, 4)))
+        _set(self, "t_ref", time_field("t_ref", self.t_ref))
+        _set(self, "updates", int_field("updates", self.updates, 0, U32_MAX))
 
     @property
     def cov_matrix(self) -> npt.NDArray[np.float64]:
@@ -337,7 +220,7 @@ class Ping:
     ping_id: int
 
     def __post_init__(self) -> None:
-        _set(self, "ping_id", _int("ping_id", self.ping_id, 0, U32_MAX))
+        _set(self, "ping_id", int_field("ping_id", self.ping_id, 0, U32_MAX))
 
 
 @dataclass(frozen=True)
@@ -352,9 +235,9 @@ class Pong:
     t3: float
 
     def __post_init__(self) -> None:
-        _set(self, "ping_id", _int("ping_id", self.ping_id, 0, U32_MAX))
+        _set(self, "ping_id", int_field("ping_id", self.ping_id, 0, U32_MAX))
         for name in ("t1", "t2", "t3"):
-            _set(self, name, _time(name, getattr(self, name)))
+            _set(self, name, time_field(name, getattr(self, name)))
         if self.t3 < self.t2:
             raise FieldError(RejectReason.INCONSISTENT, "t3 (reply sent) before t2 (ping received)")
 
@@ -377,15 +260,15 @@ class Snapshot:
     cells: Cells  # every cell inside the window
 
     def __post_init__(self) -> None:
-        _set(self, "snapshot_id", _int("snapshot_id", self.snapshot_id, 0, U32_MAX))
-        _set(self, "chunk_index", _int("chunk_index", self.chunk_index, 0, U16_MAX))
-        _set(self, "chunk_count", _int("chunk_count", self.chunk_count, 1, U16_MAX))
-        _set(self, "origin_ix", _int("origin_ix", self.origin_ix, INT16_MIN, INT16_MAX))
-        _set(self, "origin_iy", _int("origin_iy", self.origin_iy, INT16_MIN, INT16_MAX))
-        _set(self, "width", _int("width", self.width, 1, U16_MAX))
-        _set(self, "height", _int("height", self.height, 1, U16_MAX))
+        _set(self, "snapshot_id", int_field("snapshot_id", self.snapshot_id, 0, U32_MAX))
+        _set(self, "chunk_index", int_field("chunk_index", self.chunk_index, 0, U16_MAX))
+        _set(self, "chunk_count", int_field("chunk_count", self.chunk_count, 1, U16_MAX))
+        _set(self, "origin_ix", int_field("origin_ix", self.origin_ix, INT16_MIN, INT16_MAX))
+        _set(self, "origin_iy", int_field("origin_iy", self.origin_iy, INT16_MIN, INT16_MAX))
+        _set(self, "width", int_field("width", self.width, 1, U16_MAX))
+        _set(self, "height", int_field("height", self.height, 1, U16_MAX))
         _set(self, "cell_size_mm", _cell_size_mm(self.cell_size_mm))
-        _set(self, "t_ref", _time("t_ref", self.t_ref))
+        _set(self, "t_ref", time_field("t_ref", self.t_ref))
         cells = _cells(self.cells)
         if max(self.origin_ix + self.width, self.origin_iy + self.height) - 1 > INT16_MAX:
             raise FieldError(RejectReason.OUT_OF_RANGE, "window extends beyond int16 indices")
@@ -411,7 +294,8 @@ class Bye:
     reason: str = ""
 
     def __post_init__(self) -> None:
-        _set(self, "reason", _text("reason", self.reason, 0, BYE_REASON_MAX_BYTES, is_name=False))
+        reason = text_field("reason", self.reason, 0, BYE_REASON_MAX_BYTES, is_name=False)
+        _set(self, "reason", reason)
 
 
 BYTES_PER_LOOK = 8
@@ -438,10 +322,10 @@ def _look_records(value: object) -> tuple[LookRecord, ...]:
         if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 4:
             raise FieldError(RejectReason.BAD_SHAPE, f"look {k} must be 4 integers")
         out.append(LookRecord(
-            _int(f"look {k} age_ms", item[0], 0, U16_MAX),
-            _int(f"look {k} x_cm", item[1], INT16_MIN, INT16_MAX),
-            _int(f"look {k} y_cm", item[2], INT16_MIN, INT16_MAX),
-            _int(f"look {k} heading", item[3], INT16_MIN, INT16_MAX),
+            int_field(f"look {k} age_ms", item[0], 0, U16_MAX),
+            int_field(f"look {k} x_cm", item[1], INT16_MIN, INT16_MAX),
+            int_field(f"look {k} y_cm", item[2], INT16_MIN, INT16_MAX),
+            int_field(f"look {k} heading", item[3], INT16_MIN, INT16_MAX),
         ))
     return tuple(out)
 
@@ -480,10 +364,10 @@ class Look:
     looks: tuple[LookRecord, ...]  # 1..64 records
 
     def __post_init__(self) -> None:
-        _set(self, "first_seq", _int("first_seq", self.first_seq, 0, U32_MAX))
-        _set(self, "t_ref", _time("t_ref", self.t_ref))
-        _set(self, "range_cm", _int("range_cm", self.range_cm, 1, U16_MAX))
-        _set(self, "fov_mrad", _int("fov_mrad", self.fov_mrad, 1, FOV_MRAD_MAX))
+        _set(self, "first_seq", int_field("first_seq", self.first_seq, 0, U32_MAX))
+        _set(self, "t_ref", time_field("t_ref", self.t_ref))
+        _set(self, "range_cm", int_field("range_cm", self.range_cm, 1, U16_MAX))
+        _set(self, "fov_mrad", int_field("fov_mrad", self.fov_mrad, 1, FOV_MRAD_MAX))
         looks = _look_records(self.looks)
         if not 1 <= len(looks) <= MAX_LOOKS:
             raise FieldError(RejectReason.OUT_OF_RANGE, f"a LOOK holds 1..{MAX_LOOKS} looks")
@@ -533,11 +417,11 @@ def validate_header(
 ) -> tuple[int, str, int, int, float]:
     """Check the envelope fields in wire order; return them normalised."""
     return (
-        _int("swarm_id", swarm_id, 0, U32_MAX),
-        _text("sender", sender, 1, SENDER_MAX_BYTES, is_name=True),
-        _int("epoch", epoch, 0, U32_MAX),
-        _int("seq", seq, 0, U32_MAX),
-        _time("t_sent", t_sent),
+        int_field("swarm_id", swarm_id, 0, U32_MAX),
+        text_field("sender", sender, 1, SENDER_MAX_BYTES, is_name=True),
+        int_field("epoch", epoch, 0, U32_MAX),
+        int_field("seq", seq, 0, U32_MAX),
+        time_field("t_sent", t_sent),
     )
 
 

@@ -37,7 +37,7 @@ from protocol.swarm import (
     upper_triangle,
 )
 from protocol.swarm.codec import pack, seal, to_wire
-from protocol.swarm.messages import NAME_CHARACTERS
+from protocol.swarm.fields import NAME_CHARACTERS
 from protocol.swarm.replay import ReplayGuard, ReplayWindow
 
 KEY = bytes(range(32))

@@ -28,7 +28,7 @@ from protocol.control import parse_address
 from protocol.robotfile import KEYS, Key, merge, missing, read_robot, to_toml
 from protocol.runlog import log_path
 from protocol.site import load_site, site_to_toml
-from protocol.swarm.messages import check_name
+from protocol.swarm.fields import check_name
 from protocol.tomlfile import FileError
 from tools.agent_config import ConfigError, config_from_site, mount_of
 from tools.swarmkey import KeyFileError, read_key

@@ -14,7 +14,8 @@ from scipy.stats import chi2
 from agents.belief.params import TrackParams
 from agents.belief.track import cv_predict
 from agents.config import AgentConfig
-from protocol.swarm.messages import Track, from_upper_triangle
+from protocol.swarm.fields import from_upper_triangle
+from protocol.swarm.messages import Track
 from tools.replay.load import ProcessLog, datagram_bytes, decode_own
 from tools.replay.metrics.common import SETTLE, FloatArray, summary
 from tools.replay.metrics.truth import Truth
