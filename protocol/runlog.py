@@ -126,23 +126,28 @@ def dumps(obj: object, **kw: Any) -> str:
 def _pack_default(value: object) -> object:
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
+    if isinstance(value, int):  # only one beyond 64 bits gets here: as JSON reads it back
+        return float(value)
     return _loggable(value)
 
 
-def _pack(event: dict[str, Any]) -> bytes:
-    try:
+class _EventPacker:
+    """msgpack of one event, its :data:`FLOAT32` fields as float 32 (one per log: not shared)."""
+
+    def __init__(self) -> None:
+        self._full = msgpack.Packer(default=_pack_default, use_bin_type=True)
+        self._single = msgpack.Packer(default=_pack_default, use_bin_type=True,
+                                      use_single_float=True)
+
+    def pack(self, event: dict[str, Any]) -> bytes:
+        full, single = self._full, self._single
         narrow = FLOAT32.get(event["event"])
         if narrow is None:
-            return msgpack.packb(event, default=_pack_default, use_bin_type=True)
-        full = msgpack.Packer(default=_pack_default, use_bin_type=True)
-        single = msgpack.Packer(default=_pack_default, use_bin_type=True, use_single_float=True)
+            return full.pack(event)
         parts = [full.pack_map_header(len(event))]
         for key, value in event.items():
             parts += (full.pack(key), (single if key in narrow else full).pack(value))
         return b"".join(parts)
-    except OverflowError:  # an integer beyond 64 bits: as JSON would have read it back
-        return msgpack.packb(json.loads(dumps(event), parse_float=float, parse_int=float),
-                             use_bin_type=True)
 
 
 class RunLog:
@@ -160,6 +165,7 @@ class RunLog:
         self._clock = clock
         self._flush_every = flush_every
         self._lock = threading.Lock()
+        self._packer = _EventPacker()
         self._file: McapFile | None = McapFile(path, process)
         self._events_channel = self._file.channel(
             ChannelSpec(f"/{process}/{EVENTS}", EVENTS_ENCODING, "", "", b""))
@@ -184,7 +190,7 @@ class RunLog:
                 return
             for spec, data in self._painter.paint(record):  # may take the grid out of a belief
                 self._file.add(self._file.channel(spec), scene.nanoseconds(stamp), data)
-            self._batch.append(_pack(compact(record)))
+            self._batch.append(self._packer.pack(compact(record)))
             if self._batch_t is None:
                 self._batch_t = stamp
             self.lines += 1

@@ -129,6 +129,19 @@ def test_frequent_outputs_keep_float32_values_and_float64_times(tmp_path: Path) 
     assert car["duty"] == [x, x] and car["gyro"] == x
 
 
+def test_an_integer_beyond_64_bits_is_logged_as_a_float_and_the_next_event_is_whole(
+    tmp_path: Path,
+) -> None:
+    log = RunLog(log_path(tmp_path, "walnut"), "walnut", FakeClock(1.0))
+    log.log("decision", mode="track", v=0.5, omega=2**70, duty=[0.5, 0.5], goal=None)
+    log.log("rx", n=2**65)
+    log.log("decision", mode="search", v=0.25, omega=0.0, duty=[0.25, 0.25], goal=None)
+    log.close()
+    first, rx, after = read_run_log(log_path(tmp_path, "walnut"))
+    assert (first["omega"], rx["n"]) == (float(2**70), float(2**65))
+    assert (after["mode"], after["v"], after["duty"]) == ("search", 0.25, [0.25, 0.25])
+
+
 def test_one_belief_in_two_carries_its_grid(tmp_path: Path) -> None:
     """RUNLOG.md: the grid goes to /NAME/grid with every second belief record; the others
     keep their numbers and digest without arrays."""
