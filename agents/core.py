@@ -48,6 +48,7 @@ from agents.localization import EMPTY, PoseEKF
 from agents.navigation import BeliefView, NavDecision, Navigator, TrackView
 from agents.observations import ObservationBatch
 from agents.peers import Peer, PeerTable
+from agents.pose_geometry import motion_step
 from agents.rejections import RejectionSampler
 from agents.seeking import Seeker
 from agents.vetting import DISTRUSTED, Verdict, Vetting
@@ -137,7 +138,9 @@ class AgentCore:
         self.track = TrackFilter(c.track, self.space)
         self.reputation = ReputationTable(c.reputation)
         self.localizer = PoseEKF(c.landmarks, drive=c.drive, params=c.localizer, t0=t0)
-        self.navigator = Navigator(drive=c.drive, params=c.nav)
+        self.navigator = Navigator(
+            drive=c.drive, params=c.nav, tags=[c.landmarks[k] for k in sorted(c.landmarks)]
+        )
         self.peers = PeerTable(c.peer_limits)
         self.limits = c.claim_limits
         self.counters = RejectCounters()
@@ -156,6 +159,8 @@ class AgentCore:
         self._t_tick: float | None = None
         self._duty = (0.0, 0.0)
         self._gyro: float | None = None
+        # The last pose, dead-reckoned from the duties and gyro once the localizer lost it.
+        self._reckoned: tuple[float, float, float] | None = None
         self._next = {"heartbeat": t0, "patch": t0, "belief_log": t0}
         self._last_track_sent = -math.inf
         self._track_dirty = False
@@ -409,7 +414,17 @@ class AgentCore:
 
     def _advance_localizer(self, t: float) -> None:
         if t > self.localizer.t:
+            dt = t - self.localizer.t
             self.localizer.predict_to(t, self._duty[0], self._duty[1], self._gyro)
+            pose = self.localizer.pose
+            if pose is not None:
+                self._reckoned = pose
+            elif self._reckoned is not None:  # the navigator's estimate for a lost robot
+                v, omega = self.config.drive.body_velocity(*self._duty)
+                state, _, _ = motion_step(
+                    np.array(self._reckoned), v, omega if self._gyro is None else self._gyro, dt
+                )
+                self._reckoned = (float(state[0]), float(state[1]), float(state[2]))
 
     def _send_snapshot(self, peer: Peer, now: float) -> None:
         """The whole window, unicast to a newly confirmed peer (rate-limited by the table)."""
@@ -610,6 +625,7 @@ class AgentCore:
         decision = self.navigator.decide(
             now, pose=pose, belief=view, track=track_view, others=others, room=self.config.room,
             search=self.seeker.view(pose, self.localizer.t) if searching else None,
+            estimate=self._reckoned,
         )
         self._out.decision = decision
         self._emit(

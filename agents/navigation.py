@@ -5,8 +5,18 @@ track, other robots' positions, the room) into a :class:`NavDecision` at the
 decision rate (10 Hz): a desired (v, omega), the wheel duties the
 :class:`~agents.drive_model.DriveModel` mixes from it, the mode and the goal.
 
-- **NO_POSE**: a slow turn on the spot, never a translation, so the camera
-  sweeps for tags without driving blind.
+- **NO_POSE**: first a turn on the spot at ``search_turn_rate``, so the camera
+  sweeps for tags. A robot that had a pose and is still lost one full turn (2π /
+  ``search_turn_rate`` + ``relocate_turn_margin``) after it lost it *creeps* (if
+  ``creep_speed`` > 0): at no more than ``creep_speed``, steered and braked like
+  any drive (walls, known obstacles, other robots' last reported positions) but
+  on the estimate the core dead-reckons from the lost pose, towards a *tag
+  viewpoint*: the point ``relocate_view_distance`` from a mapped tag towards the
+  room's centre, where the camera can see that tag and its neighbours. The
+  nearest viewpoint not yet reached in this loss is chosen; a leg ends there
+  (within ``relocate_arrive_radius``) or after ``creep_time``, and a full turn
+  follows; then the next leg. Without an estimate (no pose ever) or tags the
+  robot only turns.
 - **PURSUE** (pose and a confident track): head for the track's position
   predicted ``pursue_lookahead`` seconds ahead, hold ``standoff`` metres from
   it and face it so the camera keeps it in view.
@@ -39,15 +49,15 @@ areas; they spread because the variance they share says where has been seen.
 Deterministic: no random numbers; the same sequence of inputs gives the same
 decisions bit for bit.
 
-Why one module of ~640 lines: it is one policy (search, pursue, steer, brake)
-over one set of inputs and one goal; the room is :mod:`agents.room`.
+Why one module of ~740 lines: it is one policy (search, pursue, relocate, steer,
+brake) over one set of inputs and one goal; the room is :mod:`agents.room`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
@@ -194,6 +204,18 @@ class NavParams:
     stuck_progress: float = 0.1
     ban_time: float = 10.0
     ban_radius: float = 0.3
+    creep_speed: float = 0.0
+    """Fastest translation without a pose, m/s: slow enough (≤ 0.15) that driving into a wall
+    unseen is harmless on the real car. 0: a lost robot only turns on the spot."""
+    relocate_turn_margin: float = 1.0
+    """Seconds beyond one full turn on the spot before a lost robot creeps."""
+    creep_time: float = 8.0
+    """Longest creep leg without a pose, s; then a full turn on the spot again."""
+    relocate_view_distance: float = 1.8
+    """A tag viewpoint lies this far (m) from its tag towards the room's centre: in the
+    camera's range, far enough back that neighbouring tags share its view."""
+    relocate_arrive_radius: float = 0.2
+    """A creep leg ends this near (m, on the estimate) to its viewpoint."""
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -208,6 +230,7 @@ class NavParams:
             "footprint_cells must be an int >= 1",
         )
         require(self.search_turn_rate <= self.omega_max, "search_turn_rate must be <= omega_max")
+        require(self.creep_speed <= self.v_max, "creep_speed must be <= v_max")
 
 
 @dataclass(frozen=True)
@@ -236,6 +259,19 @@ class _Scene:
 
 
 @dataclass
+class _Relocation:
+    """A lost robot's search for tags: a full turn on the spot, then creep legs and turns."""
+
+    phase_start: float
+    """When the current turn or creep leg began."""
+    creeping: bool = False
+    viewpoint: int | None = None
+    """The index of the tag whose viewpoint the current leg heads for."""
+    reached: set[int] = field(default_factory=set)
+    """The viewpoints reached in this loss (all reached: they are all tried again)."""
+
+
+@dataclass
 class _Graph:
     """Shortest-path graph over the free cells of one window placement.
 
@@ -253,9 +289,18 @@ class _Graph:
 class Navigator:
     """Decides (v, omega) and wheel duties from plain data; holds only the goal and its history."""
 
-    def __init__(self, drive: DriveModel | None = None, params: NavParams | None = None) -> None:
+    def __init__(
+        self,
+        drive: DriveModel | None = None,
+        params: NavParams | None = None,
+        tags: Sequence[tuple[float, float]] = (),
+    ) -> None:
+        """``tags``: where the mapped tags are (x, y), which a lost robot creeps towards."""
         self.drive = drive if drive is not None else DriveModel()
         self.params = params if params is not None else NavParams()
+        self.tags = tuple((float(x), float(y)) for x, y in tags)
+        require(all(finite(*t) for t in self.tags), "tag positions must be finite")
+        self._relocation: _Relocation | None = None
         self._goal: tuple[float, float] | None = None
         self._goal_best_dist = math.inf
         self._goal_progress_t = 0.0
@@ -277,13 +322,20 @@ class Navigator:
         others: Sequence[tuple[float, float]],
         room: Room,
         search: SearchView | None = None,
+        estimate: tuple[float, float, float] | None = None,
     ) -> NavDecision:
-        """The decision at ``now``; see the module docstring for the behaviour."""
+        """The decision at ``now``; see the module docstring for the behaviour.
+
+        ``estimate``: without a pose, the last pose dead-reckoned since it was lost (None:
+        there never was one)."""
         require(math.isfinite(now), "now must be finite")
         self._bans = [b for b in self._bans if b[2] > now]
         if pose is None or not finite(*pose):
             self._drop_goal()
-            return self._emit(now, NavMode.NO_POSE, 0.0, self.params.search_turn_rate)
+            if estimate is None or not finite(*estimate):
+                return self._emit(now, NavMode.NO_POSE, 0.0, self.params.search_turn_rate)
+            return self._relocate(now, _Scene(estimate, belief, tuple(others), room))
+        self._relocation = None
         scene = _Scene(pose, belief, tuple(others), room)
         if track is not None and track.confident:
             self._drop_goal()
@@ -436,6 +488,54 @@ class Navigator:
         v, omega = self._steer(scene, heading, v_nominal, repel=True)
         return self._emit(now, NavMode.SEARCH, v, omega, goal=goal, utility=utility,
                           goal_heading=goal_heading)
+
+    def _relocate(self, now: float, scene: _Scene) -> NavDecision:
+        """NO_POSE with an estimate: full turns on the spot, creep legs to tag viewpoints."""
+        p = self.params
+        r = self._relocation
+        if r is None:
+            r = self._relocation = _Relocation(now)
+        turn = self._emit(now, NavMode.NO_POSE, 0.0, p.search_turn_rate)
+        x, y, _ = scene.pose
+        if not r.creeping:
+            full_turn = (
+                math.tau / p.search_turn_rate if p.search_turn_rate > 0.0 else math.inf
+            ) + p.relocate_turn_margin
+            if now - r.phase_start < full_turn or p.creep_speed <= 0.0 or not self.tags:
+                return turn
+            r.creeping, r.phase_start, r.viewpoint = True, now, None
+        points = self._viewpoints(scene.room)
+        if r.viewpoint is None:
+            away = [math.hypot(px - x, py - y) for px, py in points]
+            for k, d in enumerate(away):
+                if d <= p.relocate_arrive_radius:
+                    r.reached.add(k)
+            if len(r.reached) == len(points):
+                r.reached.clear()
+            r.viewpoint = min(
+                (k for k in range(len(points)) if k not in r.reached), key=lambda k: away[k]
+            )
+        goal = points[r.viewpoint]
+        if math.hypot(goal[0] - x, goal[1] - y) <= p.relocate_arrive_radius:
+            r.reached.add(r.viewpoint)
+            r.creeping, r.phase_start = False, now
+            return turn
+        if now - r.phase_start >= p.creep_time:
+            r.creeping, r.phase_start = False, now
+            return turn
+        heading = math.atan2(goal[1] - y, goal[0] - x)
+        v, omega = self._steer(scene, heading, p.creep_speed, repel=True)
+        return self._emit(now, NavMode.NO_POSE, min(v, p.creep_speed), omega, goal=goal)
+
+    def _viewpoints(self, room: Room) -> list[tuple[float, float]]:
+        """Each tag's viewpoint: ``relocate_view_distance`` from it towards the room's centre."""
+        cx, cy = 0.5 * room.width, 0.5 * room.height
+        points = []
+        for tx, ty in self.tags:
+            d = math.hypot(cx - tx, cy - ty)
+            s = min(self.params.relocate_view_distance, d) / d if d > 1e-9 else 0.0
+            points.append((tx + s * (cx - tx), ty + s * (cy - ty)))
+        return points
 
     def _drop_goal(self) -> None:
         self._goal = None
