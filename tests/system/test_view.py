@@ -25,9 +25,9 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from protocol import scene
 from protocol.mcapfile import iter_messages
 from protocol.runlog import log_path
-from tests.system.conftest import BACKSTOP, make_swarm, private_swarm_args, wait_for
+from tests.system.conftest import BACKSTOP, RunLogs, make_swarm, private_swarm_args, wait_for
 from tools.commands.view import view_args
-from tools.procs import running
+from tools.procs import Swarm, running
 from worlds.arena import shipped_arena
 
 # Each wait below has its own deadline (60 s to serve, 90 s to see every channel); this
@@ -44,6 +44,20 @@ def _protobuf_class(schema_name: str, schema_b64: str) -> Any:
     for f in fds.file:
         pool.Add(f)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(schema_name))
+
+
+def _agents_said(swarm: Swarm) -> str:
+    """Why an agent's scene may be missing: it had no pose and sent no TRACK, or it died."""
+    live = RunLogs(swarm.run_dir)
+    said = []
+    for n in NAMES:
+        proc = swarm.procs.get(n)
+        counts = {e: len(live.events(n, e)) for e in ("pose_acquired", "pose_lost", "detection")}
+        tracks = sum(1 for line in live.events(n, "tx") if line.get("kind") == "track")
+        alive = proc is not None and proc.alive()
+        said.append(f"{n}: alive {alive}, {counts}, {tracks} TRACKs sent"
+                    + ("" if alive or proc is None else f", output: {proc.tail(5)!r}"))
+    return "; ".join(said)
 
 
 async def _watch(url: str, seconds: float) -> dict[str, Any]:
@@ -108,7 +122,8 @@ def test_a_foxglove_client_decodes_every_channel_of_the_view(tmp_path: Path) -> 
 
         wait_for(served, 60, "the view's WebSocket", watch=[view])
         decoded = asyncio.run(_watch(url[0], 90))
-        assert decoded.keys() >= EXPECTED, f"never decoded: {sorted(EXPECTED - decoded.keys())}"
+        missing = sorted(EXPECTED - decoded.keys())
+        assert not missing, f"never decoded: {missing}; {_agents_said(swarm)}"
     # what the messages say: a grid of two uint8 fields, the agents' own entities, the room
     _, grid = decoded["/walnut/grid"]
     assert [f.name for f in grid.fields] == ["mean", "variance"]
