@@ -78,14 +78,24 @@ async def _watch(url: str, seconds: float) -> dict[str, Any]:
                 continue
             if isinstance(frame, str):
                 msg = json.loads(frame)
+                again = re.fullmatch(r"Unknown channel ID: (\d+)", str(msg.get("message", "")))
                 if msg.get("op") == "advertise":
-                    new = []
-                    for ch in msg["channels"]:
-                        channels[ch["id"]] = ch
-                        sub = len(subs) + 1
-                        subs[sub] = ch["id"]
-                        new.append({"id": sub, "channelId": ch["id"]})
-                    await ws.send(json.dumps({"op": "subscribe", "subscriptions": new}))
+                    ids = [ch["id"] for ch in msg["channels"]]
+                    channels.update((ch["id"], ch) for ch in msg["channels"])
+                elif msg.get("op") == "status" and again and int(again[1]) in channels:
+                    # foxglove-sdk 0.30 may take a subscription to a channel it has just
+                    # advertised before it knows the channel itself (busy.py, ~1 run in 8):
+                    # ask again a little later, as a user would by reconnecting.
+                    ids = [int(again[1])]
+                    await asyncio.sleep(0.05)
+                else:
+                    continue
+                new = []
+                for channel_id in ids:
+                    sub = len(subs) + 1
+                    subs[sub] = channel_id
+                    new.append({"id": sub, "channelId": channel_id})
+                await ws.send(json.dumps({"op": "subscribe", "subscriptions": new}))
                 continue
             if frame[0] != 1:  # MessageData only
                 continue
