@@ -204,7 +204,7 @@ class NavParams:
     stuck_progress: float = 0.1
     ban_time: float = 10.0
     ban_radius: float = 0.3
-    creep_speed: float = 0.0
+    creep_speed: float = 0.12
     """Fastest translation without a pose, m/s: slow enough (≤ 0.15) that driving into a wall
     unseen is harmless on the real car. 0: a lost robot only turns on the spot."""
     relocate_turn_margin: float = 1.0

@@ -135,8 +135,8 @@ def test_a_creeping_robot_brakes_for_another_robot_on_its_way() -> None:
 
 
 def test_without_an_estimate_or_a_creep_speed_a_lost_robot_only_turns() -> None:
-    no_estimate, no_creep = Navigator(params=PARAMS, tags=TAGS), Navigator(tags=TAGS)
-    assert no_creep.params.creep_speed == 0.0
+    no_estimate = Navigator(params=PARAMS, tags=TAGS)
+    no_creep = Navigator(params=NavParams(creep_speed=0.0), tags=TAGS)
     for k in range(300):
         for d in (lost(no_estimate, 0.1 * k, None), lost(no_creep, 0.1 * k, (3.0, 3.0, 0.0))):
             assert d.v == 0.0 and d.omega == PARAMS.search_turn_rate and d.goal is None
