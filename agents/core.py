@@ -286,7 +286,8 @@ class AgentCore:
             self._refuse(reason, now, peer=peer.name, kind=msg.kind.name)
             return
         if isinstance(body, Heartbeat):
-            peer.position, peer.position_at = (body.x, body.y), now
+            if body.mode != Mode.LOST_POSE:  # a lost robot's (0, 0) is no place
+                peer.position, peer.position_at = (body.x, body.y), now
         elif isinstance(body, Patch | Snapshot):
             self._fuse_cells(peer, body, now)
         elif isinstance(body, Track):

@@ -130,3 +130,14 @@ def test_a_track_without_new_information_is_not_fused_again_and_then_dropped() -
     assert outcomes == ["fused", "no_new_information", "fused"]
     dropped = [r for r in records if r.event == "track_dropped"]
     assert len(dropped) == 1 and not core.track.initialised
+
+
+def test_a_lost_robots_heartbeat_keeps_its_last_known_place() -> None:
+    """LOST_POSE heartbeats carry x = y = 0: that is no place to brake for or look from."""
+    core = AgentCore(config(), t0=0.0)
+    core.on_message(heartbeat(7, 0, 0.1), PEER, 0.1)
+    peer = core.peers["hazel"]
+    assert (peer.position, peer.position_at) == ((1.0, 1.0), 0.1)
+    lost = Heartbeat(0.0, 0.0, 0.0, (1e6, 0.0, 0.0, 1e6, 0.0, 1e6), Mode.LOST_POSE, 0, 0, ())
+    core.on_message(Message(SWARM, "hazel", 7, 1, 0.5, lost), PEER, 0.5)
+    assert (peer.position, peer.position_at) == ((1.0, 1.0), 0.1)
