@@ -13,8 +13,9 @@ connection::
 
 Decisions are made when something new is known — an applied observation, or a
 fused peer track that changes whether the track is confident (pursue or search) —
-at most every ``min_decision_spacing`` s, and at every beat of ``rates.tick``
-otherwise (a peer's other tracks wait for the beat, at most one period). Drivers own
+at most every ``min_decision_spacing`` s, and at a beat of ``rates.tick`` when
+none was made since the last beat (a peer's other tracks wait for the next decision,
+at most one period; decisions are at most two periods apart). Drivers own
 sockets, threads and clocks; this object never reads a clock. Its log goes through
 ``log`` (a RunLog's ``log``).
 """
@@ -85,6 +86,7 @@ class Agent:
         self.min_spacing = min_decision_spacing
         self.decision: NavDecision | None = None
         self._decided_at = -math.inf
+        self._last_beat = -math.inf
         self._decide_at: float | None = None
         self._held: EventQueue[tuple[bool, bytes, Address | None]] = EventQueue()  # delayed
         self._out: list[Outgoing] = []
@@ -166,7 +168,10 @@ class Agent:
             self.session.handle_timer(now)
         if now >= self.next_tick:
             self.next_tick = max(self.next_tick + self.period, now)
-            recent = now - self._decided_at < 0.5 * self.period  # a fresh one is as good
+            # The beat carries the rest: it decides only if nothing new was decided on
+            # since the last beat (a decision uses all that is known, whatever woke it).
+            recent = self._decided_at > self._last_beat
+            self._last_beat = now
             if recent:
                 self.node.tick(now, decide=False)
             else:
