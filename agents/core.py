@@ -15,7 +15,7 @@ LOOKs, the viewpoints a search goal is chosen among). It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
 
-Why one module of ~700 lines: it is one state machine. Every input and every
+Why one module of ~740 lines: it is one state machine. Every input and every
 tick reads and changes the same state (grid, track, peers, pose, pending
 cells), and the order of those changes is the behaviour; the estimators it
 drives are their own modules and its settings are :mod:`agents.config`.

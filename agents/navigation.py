@@ -205,8 +205,8 @@ class NavParams:
     ban_time: float = 10.0
     ban_radius: float = 0.3
     creep_speed: float = 0.12
-    """Fastest translation without a pose, m/s: slow enough (≤ 0.15) that driving into a wall
-    unseen is harmless on the real car. 0: a lost robot only turns on the spot."""
+    """Fastest translation without a pose, m/s: chosen slow (≤ 0.15) so that driving into a
+    wall unseen should not harm the car (not yet tried on a real one). 0: only turns."""
     relocate_turn_margin: float = 1.0
     """Seconds beyond one full turn on the spot before a lost robot creeps."""
     creep_time: float = 8.0
