@@ -8,8 +8,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import msgpack
 import numpy as np
 
+from protocol.mcapfile import iter_messages
 from protocol.runlog import (
     FLUSH_EVERY,
     LogReader,
@@ -20,6 +22,7 @@ from protocol.runlog import (
     log_path,
     read_run_log,
 )
+from protocol.swarm.messages import MAC_LEN
 from tests.support.clock import FakeClock
 
 
@@ -91,7 +94,7 @@ def test_sent_grid_datagrams_and_car_frames_are_kept_by_size(tmp_path: Path) -> 
     log = RunLog(log_path(tmp_path, "walnut"), "walnut", FakeClock(1.0))
     log.log("tx", to=None, kind="patch", raw=b"p" * 300)
     log.log("tx", to=None, kind="snapshot", raw=b"s" * 900)
-    log.log("tx", to=None, kind="track", raw=b"t" * 120)
+    log.log("tx", to=None, kind="track", raw=b"t" * 104 + b"m" * MAC_LEN)
     for kind in ("heartbeat", "ping", "pong"):
         log.log("tx", to=None, kind=kind, raw=b"h" * 90)
     log.log("rx", src=["127.0.0.1", 1], ok=True, raw=b"r" * 200)
@@ -105,6 +108,40 @@ def test_sent_grid_datagrams_and_car_frames_are_kept_by_size(tmp_path: Path) -> 
                     ("tx", "ping"): (False, 90), ("tx", "pong"): (False, 90),
                     ("rx", None): (True, 200),
                     ("car_tx", "drive"): (False, 32), ("car_rx", None): (False, 48)}
+    raws = {d["event"]: b64(d["raw"]) for d in lines if "raw" in d}
+    assert raws == {"tx": b"t" * 104 + bytes(MAC_LEN),  # a sent MAC is logged as zeros
+                    "rx": b"r" * 200}  # a received datagram whole, its MAC checked by a re-run
+
+
+def test_events_of_one_time_are_filed_with_one_t_and_read_back_with_theirs(
+    tmp_path: Path,
+) -> None:
+    """RUNLOG.md: an event with its predecessor's time (same value, same type) is filed
+    without ``t`` and read back with it; a new chunk starts with its own."""
+    path = log_path(tmp_path, "walnut")
+    clock = FakeClock(7.25)
+    log = RunLog(path, "walnut", clock)
+    log.log("tick")
+    log.log("decision", mode="track", v=0.5, omega=0.0, duty=[0.5, 0.5], goal=None)
+    log.log("car", t=7, duty=[0.0, 0.0], gyro=None)  # the same value as an int: kept
+    log.log("car", t=7, duty=[0.0, 0.0], gyro=None)
+    clock.advance(0.5)
+    log.log("tick")
+    log.log("faults_set", direction="in", spec="drop=0.5")  # closes the chunk
+    log.log("tick")
+    log.close()
+    events = list(read_run_log(path))
+    assert [(e["event"], e["t"], type(e["t"])) for e in events] == [
+        ("tick", 7.25, float), ("decision", 7.25, float), ("car", 7, int), ("car", 7, int),
+        ("tick", 7.75, float), ("faults_set", 7.75, float), ("tick", 7.75, float)]
+    filed = [msgpack.Unpacker(raw=False) for _ in range(2)]
+    batches = [data for channel, _, _, data in iter_messages(path)
+               if channel.topic == "/walnut/events"]
+    assert len(batches) == 2
+    for unpacker, data in zip(filed, batches, strict=True):
+        unpacker.feed(data)
+    assert [["t" in e for e in u] for u in filed] == [
+        [True, False, True, False, True, False], [True]]
 
 
 def test_frequent_outputs_keep_float32_values_and_float64_times(tmp_path: Path) -> None:
