@@ -5,18 +5,10 @@ track, other robots' positions, the room) into a :class:`NavDecision` at the
 decision rate (10 Hz): a desired (v, omega), the wheel duties the
 :class:`~agents.drive_model.DriveModel` mixes from it, the mode and the goal.
 
-- **NO_POSE**: first a turn on the spot at ``search_turn_rate``, so the camera
-  sweeps for tags. A robot that had a pose and is still lost one full turn (2π /
-  ``search_turn_rate`` + ``relocate_turn_margin``) after it lost it *creeps* (if
-  ``creep_speed`` > 0): at no more than ``creep_speed``, steered and braked like
-  any drive (walls, known obstacles, other robots' last reported positions) but
-  on the estimate the core dead-reckons from the lost pose, towards a *tag
-  viewpoint*: the point ``relocate_view_distance`` from a mapped tag towards the
-  room's centre, where the camera can see that tag and its neighbours. The
-  nearest viewpoint not yet reached in this loss is chosen; a leg ends there
-  (within ``relocate_arrive_radius``) or after ``creep_time``, and a full turn
-  follows; then the next leg. Without an estimate (no pose ever) or tags the
-  robot only turns.
+- **NO_POSE**: a turn on the spot, so the camera sweeps for tags; a robot that had a
+  pose and is still lost one full turn later creeps, on the pose the core dead-reckons,
+  towards the viewpoints of mapped tags, each leg followed by a full turn
+  (:mod:`agents.relocation`).
 - **PURSUE** (pose and a confident track): head for the track's position
   predicted ``pursue_lookahead`` seconds ahead, hold ``standoff`` metres from
   it and face it so the camera keeps it in view.
@@ -36,8 +28,8 @@ decision rate (10 Hz): a desired (v, omega), the wheel duties the
   best cell becomes the goal, kept until another beats it by ``hysteresis``,
   it comes within ``min_goal_distance``, or progress stalls (then it is
   banned for ``ban_time``). Path lengths are shortest paths on the window's
-  cells around walls and obstacles (Dijkstra), and the robot steers at a
-  waypoint on that path, so a box between robot and goal is driven around.
+  cells around walls and obstacles, and the robot steers at a waypoint on that
+  path, so a box between robot and goal is driven around (:mod:`agents.planning`).
 
 **Collisions.** Only short range: walls, obstacles and other robots within
 ``repulsion_radius`` (gap between surfaces; robots are discs of
@@ -49,15 +41,18 @@ areas; they spread because the variance they share says where has been seen.
 Deterministic: no random numbers; the same sequence of inputs gives the same
 decisions bit for bit.
 
-Why one module of ~740 lines: it is one policy (search, pursue, relocate, steer,
-brake) over one set of inputs and one goal; the room is :mod:`agents.room`.
+Why one module of ~580 lines, over the ~500 of the rest: it is one policy (search, pursue,
+steer, brake) over one set of inputs and one goal, and its input and output types with
+their checks (~170 lines) stand beside it. Its parts with their own state are apart: the
+relocation of a lost robot (:mod:`agents.relocation`), the path planner and its graphs
+(:mod:`agents.planning`); the room is :mod:`agents.room`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
@@ -66,15 +61,13 @@ from scipy.ndimage import uniform_filter
 
 from agents.checks import finite, require
 from agents.drive_model import DriveModel
+from agents.planning import Paths, WindowPlanner, cell_of
 from agents.pose_geometry import wrap_angle
+from agents.relocation import Relocation
 from agents.room import Room
-from agents.shortest_paths import PathTrees, grid_graph
 
 FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int32]
-
-GRAPHS_KEPT = 4  # window placements whose graphs (and their trees) are kept
 
 
 class NavMode(StrEnum):
@@ -258,34 +251,6 @@ class _Scene:
     room: Room
 
 
-@dataclass
-class _Relocation:
-    """A lost robot's search for tags: a full turn on the spot, then creep legs and turns."""
-
-    phase_start: float
-    """When the current turn or creep leg began."""
-    creeping: bool = False
-    viewpoint: int | None = None
-    """The index of the tag whose viewpoint the current leg heads for."""
-    reached: set[int] = field(default_factory=set)
-    """The viewpoints reached in this loss (all reached: they are all tried again)."""
-
-
-@dataclass
-class _Graph:
-    """Shortest-path graph over the free cells of one window placement.
-
-    The graph depends only on the room and where the window lies, never on the
-    belief, so the shortest-path tree from a cell is a function of that cell:
-    ``paths`` keeps the most recently used ones (read-only), and a decision from
-    a cell already planned from costs no Dijkstra, with the very same result.
-    """
-
-    key: tuple[float, float, float, int, int, Room]
-    blocked: BoolArray
-    paths: PathTrees
-
-
 class Navigator:
     """Decides (v, omega) and wheel duties from plain data; holds only the goal and its history."""
 
@@ -298,15 +263,18 @@ class Navigator:
         """``tags``: where the mapped tags are (x, y), which a lost robot creeps towards."""
         self.drive = drive if drive is not None else DriveModel()
         self.params = params if params is not None else NavParams()
-        self.tags = tuple((float(x), float(y)) for x, y in tags)
-        require(all(finite(*t) for t in self.tags), "tag positions must be finite")
-        self._relocation: _Relocation | None = None
+        p = self.params
+        self.relocation = Relocation(
+            tags, turn_rate=p.search_turn_rate, turn_margin=p.relocate_turn_margin,
+            creep_speed=p.creep_speed, creep_time=p.creep_time,
+            view_distance=p.relocate_view_distance, arrive_radius=p.relocate_arrive_radius,
+        )
         self._goal: tuple[float, float] | None = None
         self._goal_best_dist = math.inf
         self._goal_progress_t = 0.0
         self._bans: list[tuple[float, float, float]] = []  # (x, y, until)
         self._view: int | None = None  # the goal's index among the search view's viewpoints
-        self._graphs: dict[tuple[float, float, float, int, int, Room], _Graph] = {}
+        self.planner = WindowPlanner(p.robot_radius + p.planning_margin, p.waypoint_distance)
 
     @property
     def goal(self) -> tuple[float, float] | None:
@@ -335,7 +303,7 @@ class Navigator:
             if estimate is None or not finite(*estimate):
                 return self._emit(now, NavMode.NO_POSE, 0.0, self.params.search_turn_rate)
             return self._relocate(now, _Scene(estimate, belief, tuple(others), room))
-        self._relocation = None
+        self.relocation.found()
         scene = _Scene(pose, belief, tuple(others), room)
         if track is not None and track.confident:
             self._drop_goal()
@@ -360,7 +328,8 @@ class Navigator:
         aim = (tx, ty)
         if err > 0.5:
             # Far: follow the path around obstacles; close: look straight at the target.
-            route = self._route(scene, (tx, ty))
+            route = self.planner.route(scene.belief.xs, scene.belief.ys, scene.room,
+                                       start=(x, y), target=(tx, ty))
             if route is not None:
                 aim = route
         heading = math.atan2(aim[1] - y, aim[0] - x)
@@ -377,7 +346,7 @@ class Navigator:
         if not math.isfinite(best_u):
             self._drop_goal()
             return self._emit(now, NavMode.SEARCH, 0.0, p.search_turn_rate)
-        current = None if self._goal is None else self._cell_of(belief, self._goal)
+        current = None if self._goal is None else cell_of(belief.xs, belief.ys, self._goal)
         if (
             self._goal is not None
             and current is not None
@@ -400,7 +369,8 @@ class Navigator:
             return self._emit(now, NavMode.SEARCH, 0.0, 0.0)
         aim = goal
         if source is not None and pred is not None:
-            aim = self._waypoint(belief, pred, dist, source, goal_index)
+            aim = self.planner.waypoint(belief.xs, belief.ys, pred=pred, dist=dist, source=source,
+                                        goal_index=goal_index)
         heading = math.atan2(aim[1] - y, aim[0] - x)
         v_nominal = p.v_max * min(1.0, math.hypot(goal[0] - x, goal[1] - y) / 0.5)
         v, omega = self._steer(scene, heading, v_nominal, repel=True)
@@ -413,7 +383,8 @@ class Navigator:
         p = self.params
         belief = scene.belief
         x, y, th = scene.pose
-        dist, pred, source, _ = self._paths(scene)
+        paths = self._paths(scene)
+        dist, pred, source = paths.dist, paths.pred, paths.source
         # The planner's path length where the viewpoint lies on the window, else the
         # search map's coarse one.
         c = belief.cell_size
@@ -482,7 +453,8 @@ class Navigator:
         if source is not None and pred is not None and window[k] >= 0 and math.isfinite(
             float(planned[k])
         ):
-            aim = self._waypoint(belief, pred, dist, source, int(window[k]))
+            aim = self.planner.waypoint(belief.xs, belief.ys, pred=pred, dist=dist,
+                                        source=source, goal_index=int(window[k]))
         heading = math.atan2(aim[1] - y, aim[0] - x)
         v_nominal = p.v_max * min(1.0, away / 0.5)
         v, omega = self._steer(scene, heading, v_nominal, repel=True)
@@ -490,52 +462,15 @@ class Navigator:
                           goal_heading=goal_heading)
 
     def _relocate(self, now: float, scene: _Scene) -> NavDecision:
-        """NO_POSE with an estimate: full turns on the spot, creep legs to tag viewpoints."""
+        """NO_POSE with an estimate: a turn on the spot, or a creep leg to a tag viewpoint."""
         p = self.params
-        r = self._relocation
-        if r is None:
-            r = self._relocation = _Relocation(now)
-        turn = self._emit(now, NavMode.NO_POSE, 0.0, p.search_turn_rate)
         x, y, _ = scene.pose
-        if not r.creeping:
-            full_turn = (
-                math.tau / p.search_turn_rate if p.search_turn_rate > 0.0 else math.inf
-            ) + p.relocate_turn_margin
-            if now - r.phase_start < full_turn or p.creep_speed <= 0.0 or not self.tags:
-                return turn
-            r.creeping, r.phase_start, r.viewpoint = True, now, None
-        points = self._viewpoints(scene.room)
-        if r.viewpoint is None:
-            away = [math.hypot(px - x, py - y) for px, py in points]
-            for k, d in enumerate(away):
-                if d <= p.relocate_arrive_radius:
-                    r.reached.add(k)
-            if len(r.reached) == len(points):
-                r.reached.clear()
-            r.viewpoint = min(
-                (k for k in range(len(points)) if k not in r.reached), key=lambda k: away[k]
-            )
-        goal = points[r.viewpoint]
-        if math.hypot(goal[0] - x, goal[1] - y) <= p.relocate_arrive_radius:
-            r.reached.add(r.viewpoint)
-            r.creeping, r.phase_start = False, now
-            return turn
-        if now - r.phase_start >= p.creep_time:
-            r.creeping, r.phase_start = False, now
-            return turn
+        goal = self.relocation.goal(now, x, y, scene.room)
+        if goal is None:
+            return self._emit(now, NavMode.NO_POSE, 0.0, p.search_turn_rate)
         heading = math.atan2(goal[1] - y, goal[0] - x)
         v, omega = self._steer(scene, heading, p.creep_speed, repel=True)
         return self._emit(now, NavMode.NO_POSE, min(v, p.creep_speed), omega, goal=goal)
-
-    def _viewpoints(self, room: Room) -> list[tuple[float, float]]:
-        """Each tag's viewpoint: ``relocate_view_distance`` from it towards the room's centre."""
-        cx, cy = 0.5 * room.width, 0.5 * room.height
-        points = []
-        for tx, ty in self.tags:
-            d = math.hypot(cx - tx, cy - ty)
-            s = min(self.params.relocate_view_distance, d) / d if d > 1e-9 else 0.0
-            points.append((tx + s * (cx - tx), ty + s * (cy - ty)))
-        return points
 
     def _drop_goal(self) -> None:
         self._goal = None
@@ -556,84 +491,20 @@ class Navigator:
         left, right = self.drive.mix(v, omega)
         return NavDecision(now, mode, v, omega, left, right, goal, utility, goal_heading)
 
-    # ---------------------------------------------------------------- utility and paths
+    # ---------------------------------------------------------------- utility
 
-    def _graph_for(self, belief: BeliefView, room: Room) -> _Graph:
-        h, w = belief.mu.shape
-        c = belief.cell_size
-        key = (float(belief.xs[0]), float(belief.ys[0]), c, w, h, room)
-        graph = self._graphs.pop(key, None)
-        if graph is None:
-            graph = self._build_graph(key, belief, room)
-            if len(self._graphs) >= GRAPHS_KEPT:
-                del self._graphs[next(iter(self._graphs))]  # the least recently used
-        self._graphs[key] = graph
-        return graph
-
-    def _build_graph(
-        self, key: tuple[float, float, float, int, int, Room], belief: BeliefView, room: Room
-    ) -> _Graph:
-        c = belief.cell_size
-        gx, gy = np.meshgrid(belief.xs, belief.ys)
-        inside = (gx > 0.0) & (gx < room.width) & (gy > 0.0) & (gy < room.height)
-        keep_out = self.params.robot_radius + self.params.planning_margin
-        clear = room.surface_distance(gx, gy) >= keep_out
-        blocked = ~(inside & clear)
-        return _Graph(key, blocked, grid_graph(~blocked, c))
-
-    @staticmethod
-    def _cell_of(belief: BeliefView, point: tuple[float, float]) -> int | None:
-        c = belief.cell_size
-        lx = round((point[0] - float(belief.xs[0])) / c)
-        ly = round((point[1] - float(belief.ys[0])) / c)
-        h, w = belief.mu.shape
-        if 0 <= lx < w and 0 <= ly < h:
-            return int(ly * w + lx)
-        return None
-
-    def _source(self, belief: BeliefView, graph: _Graph, x: float, y: float) -> int | None:
-        """The free cell to plan from: the robot's own, else the nearest free one within 2 cells."""
-        k = self._cell_of(belief, (x, y))
-        if k is None:
-            return None
-        h, w = belief.mu.shape
-        ly, lx = divmod(k, w)
-        best: tuple[float, int] | None = None
-        for dy in range(-2, 3):
-            for dx in range(-2, 3):
-                jy, jx = ly + dy, lx + dx
-                if 0 <= jy < h and 0 <= jx < w and not graph.blocked[jy, jx]:
-                    d = math.hypot(float(belief.xs[jx]) - x, float(belief.ys[jy]) - y)
-                    if best is None or d < best[0]:
-                        best = (d, jy * w + jx)
-        return None if best is None else best[1]
-
-    def _paths(self, scene: _Scene) -> tuple[FloatArray, IntArray | None, int | None, _Graph]:
-        """Path length from the robot to every cell (inf: unreachable), predecessors, source.
-
-        The predecessors are shared with later decisions: read them, never write."""
-        belief = scene.belief
-        graph = self._graph_for(belief, scene.room)
+    def _paths(self, scene: _Scene) -> Paths:
         x, y, _ = scene.pose
-        source = self._source(belief, graph, x, y)
-        shape = belief.mu.shape
-        if source is None:
-            gx, gy = np.meshgrid(belief.xs, belief.ys)
-            dist = np.hypot(gx - x, gy - y)
-            dist[graph.blocked] = np.inf
-            return dist, None, None, graph
-        d, pred = graph.paths.tree(source)
-        sy, sx = divmod(source, shape[1])
-        offset = math.hypot(float(belief.xs[sx]) - x, float(belief.ys[sy]) - y)
-        return d + offset, pred, source, graph
+        return self.planner.paths(scene.belief.xs, scene.belief.ys, scene.room, x, y)
 
     def _utility(
         self, scene: _Scene
-    ) -> tuple[FloatArray, FloatArray, npt.NDArray[np.int32] | None, int | None]:
+    ) -> tuple[FloatArray, FloatArray, IntArray | None, int | None]:
         p = self.params
         belief = scene.belief
         x, y, th = scene.pose
-        dist, pred, source, graph = self._paths(scene)
+        paths = self._paths(scene)
+        dist, pred, source = paths.dist, paths.pred, paths.source
         size = p.footprint_cells
         mass = uniform_filter(belief.mu, size=size, mode="nearest")
         explore = uniform_filter(belief.var, size=size, mode="nearest") / belief.var_max
@@ -644,44 +515,11 @@ class Navigator:
                 p.w_mass * mass + p.w_explore * explore - p.w_distance * dist - p.w_turn * bearing
             )
         too_near = np.hypot(gx - x, gy - y) < p.min_goal_distance
-        invalid = graph.blocked | ~np.isfinite(dist) | too_near
+        invalid = paths.blocked | ~np.isfinite(dist) | too_near
         for bx, by, _ in self._bans:
             invalid |= np.hypot(gx - bx, gy - by) < p.ban_radius
         utility = np.where(invalid, -np.inf, utility)
         return utility, dist, pred, source
-
-    def _waypoint(
-        self,
-        belief: BeliefView,
-        pred: npt.NDArray[np.int32],
-        dist: FloatArray,
-        source: int,
-        goal_index: int,
-    ) -> tuple[float, float]:
-        """The farthest cell on the path to the goal within ``waypoint_distance`` of the source."""
-        w = belief.mu.shape[1]
-        limit = float(dist.flat[source]) + self.params.waypoint_distance
-        k = goal_index
-        while k != source and pred[k] >= 0 and float(dist.flat[k]) > limit:
-            k = int(pred[k])
-        ky, kx = divmod(k, w)
-        return float(belief.xs[kx]), float(belief.ys[ky])
-
-    def _route(self, scene: _Scene, target: tuple[float, float]) -> tuple[float, float] | None:
-        """A waypoint towards ``target`` around obstacles, or None without a usable path."""
-        belief = scene.belief
-        dist, pred, source, _ = self._paths(scene)
-        k = self._cell_of(belief, target)
-        if pred is None or source is None or k is None:
-            return None
-        if not math.isfinite(float(dist.flat[k])):
-            # The target's own cell may be too near a wall: plan to the nearest reachable cell.
-            gx, gy = np.meshgrid(belief.xs, belief.ys)
-            near = np.where(np.isfinite(dist), np.hypot(gx - target[0], gy - target[1]), np.inf)
-            k = int(np.argmin(near))
-            if not math.isfinite(float(near.flat[k])):
-                return None
-        return self._waypoint(belief, pred, dist, source, k)
 
     # ---------------------------------------------------------------- steering and safety
 
