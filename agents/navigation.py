@@ -383,8 +383,7 @@ class Navigator:
         p = self.params
         belief = scene.belief
         x, y, th = scene.pose
-        paths = self._paths(scene)
-        dist, pred, source = paths.dist, paths.pred, paths.source
+        dist, pred, source, _ = self._paths(scene)
         # The planner's path length where the viewpoint lies on the window, else the
         # search map's coarse one.
         c = belief.cell_size
@@ -503,8 +502,7 @@ class Navigator:
         p = self.params
         belief = scene.belief
         x, y, th = scene.pose
-        paths = self._paths(scene)
-        dist, pred, source = paths.dist, paths.pred, paths.source
+        dist, pred, source, blocked = self._paths(scene)
         size = p.footprint_cells
         mass = uniform_filter(belief.mu, size=size, mode="nearest")
         explore = uniform_filter(belief.var, size=size, mode="nearest") / belief.var_max
@@ -515,7 +513,7 @@ class Navigator:
                 p.w_mass * mass + p.w_explore * explore - p.w_distance * dist - p.w_turn * bearing
             )
         too_near = np.hypot(gx - x, gy - y) < p.min_goal_distance
-        invalid = paths.blocked | ~np.isfinite(dist) | too_near
+        invalid = blocked | ~np.isfinite(dist) | too_near
         for bx, by, _ in self._bans:
             invalid |= np.hypot(gx - bx, gy - by) < p.ban_radius
         utility = np.where(invalid, -np.inf, utility)

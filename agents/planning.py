@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -47,8 +48,7 @@ class _Graph:
     paths: PathTrees
 
 
-@dataclass(frozen=True, eq=False)
-class Paths:
+class Paths(NamedTuple):
     """From the robot over the window: ``dist`` the path length to every cell, shaped
     (len(ys), len(xs)) (inf: unreachable or blocked); ``pred`` the predecessors and
     ``source`` the flat index of the cell planned from (both None: the robot is near no
@@ -123,8 +123,7 @@ class WindowPlanner:
     ) -> tuple[float, float] | None:
         """A waypoint from ``start`` towards ``target`` around obstacles, or None without a
         usable path."""
-        paths = self.paths(xs, ys, room, start[0], start[1])
-        dist, pred, source = paths.dist, paths.pred, paths.source
+        dist, pred, source, _ = self.paths(xs, ys, room, start[0], start[1])
         k = cell_of(xs, ys, target)
         if pred is None or source is None or k is None:
             return None
