@@ -15,47 +15,45 @@ LOOKs, the viewpoints a search goal is chosen among). It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
 
-Why one module of ~740 lines: it is one state machine. Every input and every
-tick reads and changes the same state (grid, track, peers, pose, pending
-cells), and the order of those changes is the behaviour; the estimators it
-drives are their own modules and its settings are :mod:`agents.config`.
+Why one module of ~590 lines, over the ~500 of the rest: it is one state machine. Every
+input and every tick reads and changes the same state (grid, track, peers, pose), and the
+order of those changes is the behaviour; the fusion of a peer's cells and track (~150
+lines) changes the same grid and track as the own observations, and stays beside them.
+Apart are the parts with a state of their own: the messages it sends unasked and their
+cadences (:mod:`agents.sends`), a peer's clock mapping and the cells held until it is
+mapped (:mod:`agents.peer_clock`), and its output types (:mod:`agents.outputs`); the
+estimators it drives are their own modules and its settings are :mod:`agents.config`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from agents.belief import (
-    CellBlock,
-    Footprint,
-    FusionRule,
-    PheromoneGrid,
-    ReputationTable,
-    TrackFilter,
-)
 from agents.belief import Detection as GridDetection
+from agents.belief import Footprint, FusionRule, PheromoneGrid, ReputationTable, TrackFilter
 from agents.belief.constraints import FreeSpace
 from agents.belief.search import CameraLook
-from agents.config import FUSION_NONE, PENDING_TIMEOUT, AgentConfig
+from agents.config import FUSION_NONE, AgentConfig
 from agents.faults import Byzantine, ByzantineSpec, Stage
 from agents.localization import EMPTY, PoseEKF
-from agents.navigation import BeliefView, NavDecision, Navigator, TrackView
+from agents.navigation import BeliefView, Navigator, TrackView
 from agents.observations import ObservationBatch
-from agents.peers import Peer, PeerTable
+from agents.outputs import Outgoing, OutPatch, Outputs, OutSnapshot, Record, Send
+from agents.peer_clock import hold, peer_time, release, to_local
+from agents.peers import Address, Peer, PeerTable
 from agents.pose_geometry import motion_step
 from agents.rejections import RejectionSampler
 from agents.seeking import Seeker
+from agents.sends import Sends
 from agents.vetting import DISTRUSTED, Verdict, Vetting
-from protocol.clock import NoClockSample
 from protocol.errors import RejectCounters
 from protocol.swarm import (
-    Body,
     Bye,
     Heartbeat,
     Look,
@@ -67,64 +65,11 @@ from protocol.swarm import (
     Snapshot,
     Track,
     from_upper_triangle,
-    upper_triangle,
 )
 from protocol.swarm.limits import check_time, judge
 
-Address = tuple[str, int]
-MAX_PENDING_CHUNKS = 64  # cell messages held per peer while its clock is not yet mapped
-TIMER_SLACK = 1e-3  # s: a period counted from a past send is due this early (beats' rounding)
-
-
-@dataclass(frozen=True)
-class OutPatch:
-    """Cells to broadcast as PATCH datagrams (the driver chunks them)."""
-
-    cells: CellBlock
-    t_ref: float
-
-
-@dataclass(frozen=True)
-class OutSnapshot:
-    """The whole window for one peer, as SNAPSHOT datagrams."""
-
-    cells: CellBlock
-    snapshot_id: int
-    origin: tuple[int, int]
-    width: int
-    height: int
-    t_ref: float
-
-
-Outgoing = Body | OutPatch | OutSnapshot
-
-
-@dataclass(frozen=True)
-class Send:
-    """One message to send: ``to`` is None for a broadcast, else a peer's address."""
-
-    to: Address | None
-    body: Outgoing
-
-
-@dataclass(frozen=True)
-class Record:
-    event: str
-    fields: dict[str, Any]
-
-
-@dataclass
-class Outputs:
-    sends: list[Send] = field(default_factory=list)
-    decision: NavDecision | None = None
-    records: list[Record] = field(default_factory=list)
-
-
-def _due(now: float, next_at: float, period: float) -> tuple[bool, float]:
-    """Whether a periodic action is due, and its next time (cadence kept, no bursts)."""
-    if now < next_at:
-        return False, next_at
-    return True, max(next_at + period, now)
+# The output types live in agents.outputs; the drivers name them from here too.
+__all__ = ["AgentCore", "OutPatch", "OutSnapshot", "Outputs", "Record", "Send"]
 
 
 class AgentCore:
@@ -156,17 +101,17 @@ class AgentCore:
             "captures_after_receipt": 0,
         }
         self._out = Outputs()
+        # The messages no input asks for, and when they are due.
+        self.sending = Sends(c, grid=self.grid, localizer=self.localizer, peers=self.peers,
+                           reputation=self.reputation, seeker=self.seeker, stats=self.stats,
+                           confident=self.track_confident, send=self._send, t0=t0)
         self._t_tick: float | None = None
         self._duty = (0.0, 0.0)
         self._gyro: float | None = None
         # The last pose, dead-reckoned from the duties and gyro once the localizer lost it.
         self._reckoned: tuple[float, float, float] | None = None
-        self._next = {"heartbeat": t0, "patch": t0, "belief_log": t0}
-        self._last_track_sent = -math.inf
-        self._track_dirty = False
         self._last_detection_at = -math.inf
         self._track_info_at = -math.inf  # the newest measurement in the track, own or a peer's
-        self._snapshot_id = 0
         self._pose_had = False
         self._news = False  # something new is known since the last decision
         self.sensor_fault: Byzantine | None = None  # a broken sensor (Byzantine at=sense)
@@ -224,7 +169,7 @@ class AgentCore:
             detections.append(GridDetection(det.x, det.y, det.cov))
             upd = self.track.update_position((det.x, det.y), det.cov, det.t, consider=det.pose_cov)
             if upd.accepted:
-                self._track_dirty = True
+                self.sending.track_dirty = True
                 self._track_info_at = now
             self.vetting.own_detection(det)
             self._emit(
@@ -238,7 +183,7 @@ class AgentCore:
                     "reason": str(upd.reason),
                 },
             )
-            self._maybe_send_track(now)
+            self.sending.maybe_send_track(now, self.track)
         if at is not None:
             (px, py, ptheta), P_pose = at
             s = self.config.sensing
@@ -281,7 +226,7 @@ class AgentCore:
         if isinstance(body, Pong):
             self._on_pong(peer, body, src, now)
             return
-        reason = judge(msg, now, self.limits, self._to_local(peer, now))
+        reason = judge(msg, now, self.limits, to_local(peer, now))
         if reason is not None:
             self._refuse(reason, now, peer=peer.name, kind=msg.kind.name)
             return
@@ -293,7 +238,7 @@ class AgentCore:
         elif isinstance(body, Track):
             self._on_peer_track(peer, body, now)
         elif isinstance(body, Look):
-            mapped = self._peer_time(peer, body.t_ref, now)
+            mapped = peer_time(peer, body.t_ref, now)
             trusted = not self.config.use_reputation or self.reputation.fusable(peer.name)
             record = self.seeker.on_peer_look(peer, body, None if mapped is None else mapped[0],
                                               trusted, now)
@@ -309,16 +254,15 @@ class AgentCore:
             self.counters.count("unknown_pong")
             return
         if self.peers.confirm(peer, src, now):
-            self._send_snapshot(peer, now)
+            self.sending.send_snapshot(peer, now)
         if not peer.clock.add_sample(body.t1, body.t2, body.t3, now):
             self.counters.count("clock_sample_rejected")
-        elif peer.pending and peer.clock.synchronized_at_time(now):
-            held, peer.pending = peer.pending, []
-            for received, cells_body in held:
-                if now - received <= PENDING_TIMEOUT:
-                    self._fuse_cells(peer, cells_body, now)
-                else:
-                    self.counters.count("held_cells_expired")
+            return
+        for cells_body, fresh in release(peer, now):  # held until the clock was mapped
+            if fresh:
+                self._fuse_cells(peer, cells_body, now)
+            else:
+                self.counters.count("held_cells_expired")
 
     def _refuse(self, reason: str, now: float, **fields: Any) -> None:
         """A valid message's content refused: counted always, logged as a sample."""
@@ -427,35 +371,6 @@ class AgentCore:
                 )
                 self._reckoned = (float(state[0]), float(state[1]), float(state[2]))
 
-    def _send_snapshot(self, peer: Peer, now: float) -> None:
-        """The whole window, unicast to a newly confirmed peer (rate-limited by the table)."""
-        if peer.confirmed_addr is None or not self.peers.snapshot_allowed(peer.name, now):
-            return
-        self._snapshot_id = (self._snapshot_id + 1) & 0xFFFF_FFFF
-        g = self.grid
-        height, width = g.shape
-        self._send(
-            peer.confirmed_addr,
-            OutSnapshot(g.snapshot(), self._snapshot_id, g.origin, width, height, now),
-        )
-        self.stats["snapshots_sent"] += 1
-
-    def _peer_time(self, peer: Peer, t_remote: float, now: float) -> tuple[float, float] | None:
-        """A peer-clock time on our clock, with the mapping's uncertainty; None unsynced."""
-        if not peer.clock.synchronized_at_time(now):
-            return None
-        try:
-            return peer.clock.remote_to_local(t_remote, now), peer.clock.uncertainty_at_time(now)
-        except NoClockSample:
-            return None
-
-    def _to_local(self, peer: Peer, now: float) -> Callable[[float], float] | None:
-        """The peer's clock to ours, when mapped (SWARM.md's time rules need it)."""
-        if not peer.clock.synchronized_at_time(now):
-            return None
-        clock = peer.clock
-        return lambda t: clock.remote_to_local(t, now)
-
     def _fusion_weight(self, peer: Peer) -> float | None:
         """The covariance inflation for this peer, or None when it must not be fused."""
         if self.config.fusion == FUSION_NONE:
@@ -471,16 +386,13 @@ class AgentCore:
         if abs(body.cell_size_mm / 1000.0 - self.config.grid.cell_size) > 1e-9:
             self.counters.count(f"{kind}_wrong_lattice")
             return
-        mapped = self._peer_time(peer, body.t_ref, now)
+        mapped = peer_time(peer, body.t_ref, now)
         if mapped is None:
             if self._fusion_weight(peer) is None:
                 self.counters.count(f"{kind}_not_fused")
                 return
-            # Held (bounded) until the peer's clock is mapped: a late joiner's snapshot
-            # usually arrives before the first PONG, and must not be lost.
-            if len(peer.pending) < MAX_PENDING_CHUNKS:
-                peer.pending.append((now, body))
-            else:
+            # Held (bounded) until the peer's clock is mapped (agents.peer_clock).
+            if not hold(peer, body, now):
                 self.counters.count(f"{kind}_peer_clock_unsynced")
             return
         t_local, uncertainty = mapped
@@ -515,7 +427,7 @@ class AgentCore:
         )
 
     def _on_peer_track(self, peer: Peer, body: Track, now: float) -> None:
-        mapped = self._peer_time(peer, body.t_ref, now)
+        mapped = peer_time(peer, body.t_ref, now)
         if mapped is None:
             self.counters.count("track_peer_clock_unsynced")
             return
@@ -585,26 +497,12 @@ class AgentCore:
         if verdict is None or verdict.turned != DISTRUSTED:
             return
         self.track, how = self.vetting.rebuild(self.track, now)
-        self._track_dirty = self._track_dirty or how == "witness"
+        self.sending.track_dirty = self.sending.track_dirty or how == "witness"
         self._emit("peer_distrusted", {"peer": peer.name, "score": verdict.outcome.score,
                                        "by": kind, "track": how})
 
     def _active_peers(self, now: float) -> Iterable[Peer]:
         return self.peers.active()
-
-    def _maybe_send_track(self, now: float) -> None:
-        """A fresh detection goes out at once, rate-limited, not at the next periodic TRACK."""
-        if self._track_dirty and now - self._last_track_sent >= 1.0 / self.config.rates.track_burst:
-            self._send_track(now)
-
-    def _send_track(self, now: float) -> None:
-        t = self.track
-        if not t.initialised:
-            return
-        self._send(None, Track(tuple(t.state.tolist()), upper_triangle(t.covariance), t.time,
-                               t.update_count))
-        self._last_track_sent = now
-        self._track_dirty = False
 
     def _decide(self, now: float, pose: tuple[float, float, float] | None) -> None:
         g = self.grid
@@ -641,55 +539,9 @@ class AgentCore:
             },
         )
 
-    def _heartbeat(self, now: float) -> Heartbeat:
-        pose = self.localizer.pose
-        cov = self.localizer.cov
-        cov6: tuple[float, ...]
-        if pose is None or cov is None:
-            x, y, heading, mode = 0.0, 0.0, 0.0, Mode.LOST_POSE
-            cov6 = (1e6, 0.0, 0.0, 1e6, 0.0, 1e6)
-        else:
-            x, y, heading = pose
-            cov6 = upper_triangle(cov)
-            mode = Mode.TRACK if self.track_confident(now) else Mode.SEARCH
-        ox, oy = self.grid.origin
-        active = [p for p in self.peers.active() if p.confirmed]
-        stats = {
-            **self.stats,
-            "peers": len(active),  # for listeners (`stigmesh status`) on the swarm
-            "distrusted": sum(1 for p in active if not self.reputation.fusable(p.name)),
-        }
-        counters = tuple((k, min(v, 0xFFFF_FFFF)) for k, v in stats.items())
-        return Heartbeat(x, y, math.remainder(heading, 2 * math.pi), cov6, mode, ox, oy, counters)
-
     def _periodic(self, now: float) -> None:
-        r = self.config.rates
-        due, self._next["heartbeat"] = _due(now, self._next["heartbeat"], 1.0 / r.heartbeat)
-        if due:
-            self._send(None, self._heartbeat(now))
-        if now - self._last_track_sent >= 1.0 / r.track - TIMER_SLACK:  # nothing new sent
-            self._send_track(now)
-        else:
-            self._maybe_send_track(now)
-        due, self._next["patch"] = _due(now, self._next["patch"], 1.0 / r.patch)
-        if due:
-            cells = self.grid.select_patch(self.config.patch_max_cells)
-            if len(cells):
-                sent = CellBlock(
-                    cells.ix,
-                    cells.iy,
-                    cells.mu.astype(np.float16).astype(np.float64),
-                    cells.var.astype(np.float16).astype(np.float64),
-                )
-                self.grid.mark_sent(sent)
-                self._send(None, OutPatch(cells, now))
-        look = self.seeker.look_due(now)
-        if look is not None:
-            self._send(None, look)
-        for addr in self.peers.pings_due(now, 1.0 / r.ping):
-            self._send(addr, Ping(self.peers.ping(addr, now)))
-        due, self._next["belief_log"] = _due(now, self._next["belief_log"], 1.0)
-        if due:
+        self.sending.periodic(now, self.track)
+        if self.sending.belief_log_due(now):
             self._emit("belief", self._belief_record(now))
 
     def _belief_record(self, now: float) -> dict[str, Any]:
