@@ -12,7 +12,10 @@ once it has spread):
 and confronts with it every *new measurement* a peer publishes, not every resend:
 
 - a TRACK once per (epoch, update count): the witness at the claim's time (when it
-  has a recent detection) and the own views around that time;
+  has a recent detection) and the own views around that time; the claim of a *disputed*
+  peer (below) that keeps sending it without a new measurement (its target out of its
+  sight) again after each new own detection, on the witness alone (the views of its time
+  have spoken already): new own evidence settles a dispute either way;
 - a PATCH's hot cells that rose since that peer's previous PATCH of them: the
   own views around the time they could have risen.
 
@@ -85,7 +88,8 @@ class Vetting:
         self._counters = counters
         self._emit = emit
         self._last_detection_at = -math.inf
-        self._checked: dict[str, tuple[int, int]] = {}  # peer -> (epoch, TRACK updates)
+        # peer -> ((epoch, TRACK updates), witness updates or None): the last check's evidence
+        self._checked: dict[str, tuple[tuple[int, int], int | None]] = {}
         self._patch_seen: dict[str, dict[tuple[int, int], tuple[float, float]]] = {}
         self._distrusted: set[str] = set()
         self._disputes: dict[str, FloatArray] = {}  # peer -> d dᵀ (m²), see weigh()
@@ -117,22 +121,31 @@ class Vetting:
         *, clock_u: float, now: float,
     ) -> Verdict | None:
         """A peer's TRACK (``x``, ``P`` at local time ``t``; ``measurement``: the peer's
-        epoch and update count) against the witness and the own views; None when it holds
-        no new measurement or nothing of the own evidence bears on it."""
-        if self._checked.get(peer) == measurement:
-            return None
-        self._checked[peer] = measurement
+        epoch and update count) against the witness and the own views; None when neither it
+        nor the witness holds a new measurement since its last check, or nothing of the own
+        evidence bears on it (an undisputed peer's claim is checked once)."""
         p = self.config.reputation
         w = self.witness
+        fresh = w.initialised and now - self._last_detection_at <= p.witness_max_age
+        key = (measurement, w.update_count if fresh else None)
+        last = self._checked.get(peer)
+        if last == key:
+            return None
+        self._checked[peer] = key
+        # A disputed claim again, with new own detections since: only the witness speaks
+        # (the views already spoke of this claim; counting them again would count them twice).
+        recheck = last is not None and last[0] == measurement
+        if recheck and not (fresh and peer in self._disputes):
+            return None
         witness = None
         claim = PositionClaim.from_track(x, P)
-        if w.initialised and now - self._last_detection_at <= p.witness_max_age:
+        if fresh:
             t_c = max(t, w.posterior_time)
             claim = PositionClaim.from_track(*w.predict_peer(x, P, t_c - t))
             witness = PositionClaim.from_track(*w.state_at(t_c))
-        views = self.views.test(x[:2], P[:2, :2], t, window=p.view_window, gate=p.gate,
-                                floor=p.claim_floor, clock_uncertainty=clock_u,
-                                detection_gate=p.support_distance)
+        views = None if recheck else self.views.test(
+            x[:2], P[:2, :2], t, window=p.view_window, gate=p.gate, floor=p.claim_floor,
+            clock_uncertainty=clock_u, detection_gate=p.support_distance)
         return self._verdict("track", peer, self.reputation.judge(peer, claim, witness, views))
 
     def check_patch(self, peer: str, cells: Cells, t: float, clock_u: float) -> Verdict | None:

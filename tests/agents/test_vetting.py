@@ -222,3 +222,39 @@ def test_a_peer_whose_claims_jump_away_from_the_track_is_disputed_not_believed()
     # fused, if at all, only with the offset it disputes in its covariance.
     assert worst < 13.8, worst
     assert outcomes[:5] == ["disputed"] * 5
+
+
+def test_a_claim_kept_without_new_measurements_is_checked_again_on_new_own_detections() -> None:
+    # A peer that stopped measuring keeps sending the same claim (one update count), which
+    # contradicts the own track (it is disputed): each own detection since its last check is
+    # new evidence against it; its resends between two own detections are not, and the own
+    # views of its time are counted once. (liar_only: the honest robots see the target while
+    # the liar coasts its lie; they distrusted it 25 s after its onset, median of 3 seeds.)
+    core = core_with_peer()
+    t, seq, next_frame, next_track = 0.0, 1, 0.0, 0.3
+    checks: list[dict] = []
+    outcomes: set[str] = set()
+    resends_checked = 0
+    while t < 3.0:
+        t = min(next_frame, next_track)
+        if t == next_frame:
+            frame(core, t, (3.2, 2.9))  # the target, 1.5 m from the claim
+            next_frame = round(next_frame + FRAME, 9)
+        if t == next_track:
+            for resend in (False, True):  # the same TRACK twice, no own frame between
+                core.on_message(peer_track(seq, t, (2.0, 2.0), 5), PEER, t)
+                seq += 1
+                for r in core.take_outputs().records:
+                    if r.event == "peer_track":
+                        outcomes.add(r.fields["outcome"])
+                    if r.event == "peer_track" and r.fields["check"] is not None:
+                        checks.append(r.fields)
+                        resends_checked += resend
+            next_track = round(next_track + TRACK_PERIOD, 9)
+    assert "disputed" in outcomes
+    assert len(checks) > 3 and all(not f["check"] for f in checks)
+    assert all(f["check_reason"] == "witness_disagrees" and f["refuting"] == 0
+               for f in checks[1:])
+    assert resends_checked == 0
+    assert core.vetting.checks["track_checks"] == len(checks)
+    assert not core.reputation.fusable("hazel")
