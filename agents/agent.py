@@ -11,11 +11,12 @@ connection::
     datagrams_to_send(now)                what to send now: swarm and car datagrams
     get_timer() / handle_timer(now)       the next deadline, and what is due at it
 
-Decisions are made when something new is known — an applied observation, or a
-fused peer track that changes whether the track is confident (pursue or search) —
-at most every ``min_decision_spacing`` s, and at a beat of ``rates.tick`` when
-none was made since the last beat (a peer's other tracks wait for the next decision,
-at most one period; decisions are at most two periods apart). Drivers own
+Decisions are made when something new is known — an applied observation, a
+synchronized frame that saw nothing (a look for the search map), or a fused peer
+track that changes whether the track is confident (pursue or search) — at most
+every ``min_decision_spacing`` s, and at a beat of ``rates.tick`` when none was
+made since the last beat (a peer's other tracks wait for the next decision, at
+most one period; decisions are at most two periods apart). Drivers own
 sockets, threads and clocks; this object never reads a clock. Its log goes through
 ``log`` (a RunLog's ``log``).
 """

@@ -150,7 +150,9 @@ class AgentCore:
             record["initialized"] = True
         self._emit("observation", record)
         if not result.applied and result.reason == EMPTY and batch.synchronized:
-            # Nothing seen at all (the localizer has nothing to apply): still a look.
+            # Nothing seen at all (the localizer has nothing to apply): still a look, and
+            # news for the decision (the search map, or relocation without a pose).
+            self._news = True
             empty = self.localizer.pose_at(batch.t_capture)
             if empty is not None:
                 self.seeker.after_frame(batch.t_capture, empty[0], empty[1], None,
@@ -320,8 +322,9 @@ class AgentCore:
     # ---------------------------------------------------------------- outputs
 
     def take_news(self) -> bool:
-        """Whether a new observation, or a peer track that made the track confident or not,
-        arrived since the last call."""
+        """Whether a new observation (an applied one, or a synchronized look that saw
+        nothing), or a peer track that made the track confident or not, arrived since the
+        last call."""
         news, self._news = self._news, False
         return news
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from agents.config import AgentConfig
 from agents.core import AgentCore
+from agents.observations import ObservationBatch, PoseFix
 from agents.room import Room
 from protocol.swarm import Heartbeat, Message, Mode, Track, swarm_id_from_name
 
@@ -60,3 +63,21 @@ def test_a_peer_track_calls_for_a_decision_only_when_it_changes_the_mode() -> No
                                                               4)), PEER, 0.05)
     assert core.stats["tracks_fused"] == 2
     assert core.track_confident(0.05) and not core.take_news()  # still pursuing: the beat
+
+
+def test_a_synchronized_frame_that_saw_nothing_is_news() -> None:
+    """A camera frame with no tag and no target is still a look (the search map, or
+    relocation's turn without a pose): a decision at once, not at the next beat. A frame
+    whose capture time is unknown tells nothing."""
+    core = AgentCore(AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
+                                 target_tag=100), t0=0.0)
+    assert not core.take_news()
+    core.on_observations(ObservationBatch(0.01, False), 0.02)
+    assert not core.take_news()
+    core.on_observations(ObservationBatch(0.03, True), 0.04)
+    assert core.take_news()
+    fix = PoseFix(1.0, 2.5, 0.0, np.diag([1e-4, 1e-4, 1e-4]))
+    core.on_observations(ObservationBatch(0.05, True, pose_fix=fix), 0.06)
+    assert core.take_news()  # a pose now
+    core.on_observations(ObservationBatch(0.07, True), 0.08)
+    assert core.take_news() and core.stats["detections"] == 0
