@@ -44,7 +44,7 @@ CAMERA_PORT = 8080
 MAX_TELEMETRY_TIMEOUT = 0.35
 MAX_DECISION_LEASE = 0.3
 DRIVE_HZ_RANGE = (20.0, 50.0)
-MIN_DRIVE_GAP = 0.01  # s: a changed decision is sent at once, but not within 10 ms of a DRIVE
+MIN_DRIVE_GAP = 0.01  # s: a changed decision is sent at once, or 10 ms after the last DRIVE
 
 
 @dataclass(frozen=True)
@@ -246,12 +246,9 @@ class ControllerSession:
             raise ValueError(f"wheel decision out of [-1, 1]: {left}, {right}")
         was_neutral = self.decision_at_time(now) == (0.0, 0.0)
         self._decision = Decision(left, right, now)
-        if (
-            self.state is S.DRIVING
-            and (left, right) != self._drive_sent[1:]
-            and now - self._drive_sent[0] >= MIN_DRIVE_GAP
-        ):
-            self._next_drive = now  # a new decision goes out now, not at the next 30 Hz slot
+        if self.state is S.DRIVING and (left, right) != self._drive_sent[1:]:
+            # A new decision goes out now (or 10 ms after the last DRIVE), not at the next slot.
+            self._next_drive = min(self._next_drive, max(now, self._drive_sent[0] + MIN_DRIVE_GAP))
         if self._decision.neutral:
             self._neutral_seen = True
             return
