@@ -121,12 +121,20 @@ def _diagonal_positions(dim: int) -> list[int]:
     return out
 
 
+@functools.cache
+def _triu(dim: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """``np.triu_indices(dim)``, computed once per size (read-only)."""
+    rows, cols = np.triu_indices(dim)
+    rows.flags.writeable = cols.flags.writeable = False
+    return rows, cols
+
+
 def upper_triangle(matrix: npt.ArrayLike) -> tuple[float, ...]:
     """Row-major upper triangle (diagonal included) of a square matrix."""
     m = np.asarray(matrix, dtype=np.float64)
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
         raise ValueError("a square matrix is required")
-    rows, cols = np.triu_indices(m.shape[0])
+    rows, cols = _triu(m.shape[0])
     return tuple(float(v) for v in m[rows, cols])
 
 
@@ -135,7 +143,7 @@ def from_upper_triangle(values: Sequence[float], dim: int) -> npt.NDArray[np.flo
     if len(values) != dim * (dim + 1) // 2:
         raise ValueError(f"{dim}x{dim} needs {dim * (dim + 1) // 2} values")
     m = np.zeros((dim, dim))
-    rows, cols = np.triu_indices(dim)
+    rows, cols = _triu(dim)
     m[rows, cols] = values
     m[cols, rows] = values
     return m
