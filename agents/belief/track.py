@@ -445,8 +445,9 @@ class TrackFilter:
               C: FloatArray) -> tuple[bool, float]:
         """NIS of the combined prediction against the gate."""
         x, P = prior.combined()
-        S = sum((m * s for m, s in zip(prior.mu, prior.Ss, strict=True)),
-                start=np.zeros((STATE_DIM, 2)))
+        S = np.zeros((STATE_DIM, 2))  # Σ μ_j S_j, summed in this order
+        for m, s in zip(prior.mu, prior.Ss, strict=True):
+            S = S + m * s
         nu = z - x[:2]
         Sx = P[:2, :2] + S[:2, :] + S[:2, :].T + C + R_s
         inv = _inv2(0.5 * (Sx + Sx.T))
