@@ -130,10 +130,11 @@ def _psd2(C: FloatArray) -> bool:
 
 
 def _inv2(S: FloatArray) -> FloatArray | None:
-    det = float(S[0, 0] * S[1, 1] - S[0, 1] * S[1, 0])
-    if not (det > 0.0 and S[0, 0] > 0.0):
+    (a, b), (c, d) = S.tolist()  # Python floats: the same IEEE operations, less overhead
+    det = a * d - b * c
+    if not (det > 0.0 and a > 0.0):
         return None
-    return np.array([[S[1, 1], -S[0, 1]], [-S[1, 0], S[0, 0]]]) / det
+    return np.array([[d, -b], [-c, a]]) / det
 
 
 @dataclass
