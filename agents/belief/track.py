@@ -578,7 +578,7 @@ class TrackFilter:
         for j in range(len(self.models)):
             x5, P5, S5 = prior.xs[j], prior.Ps[j], prior.Ss[j]
             xa, Pa = x5[KINEMATIC], P5[KINEMATIC, KINEMATIC]
-            Pa_inv: FloatArray | None = None  # Pa⁻¹, inverted once (after the fusion rule)
+            # Pa⁻¹ is inverted once per mode, after the fusion rule (which may refuse Pa first).
             if rule is FusionRule.CI:
                 fused = ci_matrix(xa, Pa, xp, Pp, self.params.ci_criterion)
                 xf, Pf, w = fused.x, fused.P, fused.w
@@ -591,9 +591,9 @@ class TrackFilter:
                 Wa = Pf @ Pa_inv
             elif np.trace(Pp) < np.trace(Pa):  # MAX_CONFIDENCE: the peer's is tighter
                 xf, Pf, w, Wa = xp.copy(), Pp.copy(), 0.0, np.zeros((4, 4))
+                Pa_inv = np.linalg.inv(Pa)
             else:
                 xf, Pf, w, Wa = xa.copy(), Pa.copy(), 1.0, np.eye(4)
-            if Pa_inv is None:
                 Pa_inv = np.linalg.inv(Pa)
             L = P5[:, KINEMATIC] @ Pa_inv  # regression of the state on its kinematics
             x_new = x5 + L @ (xf - xa)
