@@ -145,16 +145,12 @@ class Agent:
     # ------------------------------------------------------------------ timers
 
     def get_timer(self) -> float | None:
-        deadlines = [self.next_tick]
-        if self._decide_at is not None:
-            deadlines.append(self._decide_at)
-        held = self._held.next_at()
-        if held is not None:
-            deadlines.append(held)
-        session = self.session.get_timer()
-        if session is not None:
-            deadlines.append(session)
-        return min(deadlines)
+        # The earliest of the deadlines that are set (min() of them, without a list).
+        timer = self.next_tick
+        for deadline in (self._decide_at, self._held.next_at(), self.session.get_timer()):
+            if deadline is not None and deadline < timer:
+                timer = deadline
+        return timer
 
     def handle_timer(self, now: float) -> None:
         """Everything due at ``now``: delayed datagrams, the session, a beat or a decision."""

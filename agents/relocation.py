@@ -66,6 +66,7 @@ class Relocation:
         self.view_distance = view_distance
         self.arrive_radius = arrive_radius
         self._loss: _Loss | None = None
+        self._viewpoints: dict[Room, tuple[tuple[float, float], ...]] = {}
 
     def found(self) -> None:
         """A pose again: the next loss starts over with a full turn."""
@@ -102,12 +103,16 @@ class Relocation:
             return None
         return goal
 
-    def viewpoints(self, room: Room) -> list[tuple[float, float]]:
-        """Each tag's viewpoint: ``view_distance`` from it towards the room's centre."""
-        cx, cy = 0.5 * room.width, 0.5 * room.height
-        points = []
-        for tx, ty in self.tags:
-            d = math.hypot(cx - tx, cy - ty)
-            s = min(self.view_distance, d) / d if d > 1e-9 else 0.0
-            points.append((tx + s * (cx - tx), ty + s * (cy - ty)))
+    def viewpoints(self, room: Room) -> tuple[tuple[float, float], ...]:
+        """Each tag's viewpoint: ``view_distance`` from it towards the room's centre
+        (computed once per room: they depend on nothing else)."""
+        points = self._viewpoints.get(room)
+        if points is None:
+            cx, cy = 0.5 * room.width, 0.5 * room.height
+            found = []
+            for tx, ty in self.tags:
+                d = math.hypot(cx - tx, cy - ty)
+                s = min(self.view_distance, d) / d if d > 1e-9 else 0.0
+                found.append((tx + s * (cx - tx), ty + s * (cy - ty)))
+            points = self._viewpoints[room] = tuple(found)
         return points

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,7 @@ from agents.belief.reputation import (
     position_nis,
 )
 from agents.belief.track import TrackFilter
-from agents.belief.views import View, ViewEvidence, ViewHistory
+from agents.belief.views import View, ViewHistory
 from agents.config import AgentConfig
 from agents.observations import Detection
 from protocol.errors import RejectCounters
@@ -154,7 +155,7 @@ class Vetting:
         p = self.config.reputation
         seen = self._patch_seen.setdefault(peer, {})
         keep = p.view_horizon + p.view_window
-        previous = max((t_seen for _, t_seen in seen.values()), default=-math.inf)
+        previous = max(map(itemgetter(1), seen.values()), default=-math.inf)
         hot: list[tuple[int, int]] = []
         for ix, iy, mu, var in zip(cells.ix.tolist(), cells.iy.tolist(), cells.mu.tolist(),
                                    cells.var.tolist(), strict=True):
@@ -170,14 +171,11 @@ class Vetting:
         # The cells rose at some time since the previous PATCH (at most view_window ago).
         half = 0.5 * min(max(t - previous, 0.0), p.view_window)
         cs = self.config.grid.cell_size
-        zero = np.zeros((2, 2))
-        evidence: list[ViewEvidence] = []
-        for ix, iy in hot:
-            centre = (cell_centre(ix, cs), cell_centre(iy, cs))
-            evidence.append(self.views.test(
-                centre, zero, t - half, window=p.view_window + half, gate=p.gate,
-                floor=p.claim_floor + cs / math.sqrt(2.0), clock_uncertainty=clock_u + half,
-                detection_gate=p.support_distance))
+        evidence = self.views.test_points(
+            [(cell_centre(ix, cs), cell_centre(iy, cs)) for ix, iy in hot], np.zeros((2, 2)),
+            t - half, window=p.view_window + half, gate=p.gate,
+            floor=p.claim_floor + cs / math.sqrt(2.0), clock_uncertainty=clock_u + half,
+            detection_gate=p.support_distance)
         verdict = self._verdict("patch", peer, self.reputation.judge_cells(peer, evidence))
         if verdict is not None:
             o = verdict.outcome

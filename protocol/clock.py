@@ -22,6 +22,7 @@ Each timestamp error of up to r adds at most 2r to the offset and r to round_tri
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -58,12 +59,14 @@ class ClockSample:
     t3: float
     t4: float
 
-    @property
+    # Computed once (the estimator asks for them at every query); not fields, so equality
+    # and the repr stay those of the four timestamps.
+    @functools.cached_property
     def offset(self) -> float:
         """Remote minus local."""
         return ((self.t2 - self.t1) + (self.t3 - self.t4)) / 2.0
 
-    @property
+    @functools.cached_property
     def round_trip(self) -> float:
         return (self.t4 - self.t1) - (self.t3 - self.t2)
 
@@ -110,6 +113,7 @@ class ClockOffsetEstimator:
         self.resolution = _check_range("resolution", resolution, 0.0, 0.01)
         self._drift = self.drift_ppm * 1e-6
         self._samples: deque[ClockSample] = deque(maxlen=max_samples)
+        self._best_at: tuple[float, ClockSample | None] | None = None  # the last _best()
         self.rejects = RejectCounters()
         self.accepted = 0
         self.jumps = 0
@@ -122,6 +126,7 @@ class ClockOffsetEstimator:
     def reset(self) -> None:
         """Forget every sample (e.g. when the remote's boot nonce or epoch changed)."""
         self._samples.clear()
+        self._best_at = None
 
     def _reject(self, reason: ClockReject) -> bool:
         self.rejects.count(reason)
@@ -145,6 +150,7 @@ class ClockOffsetEstimator:
             self._samples.clear()
             self.jumps += 1
         self._samples.append(sample)
+        self._best_at = None
         self.accepted += 1
         return True
 
@@ -154,10 +160,14 @@ class ClockOffsetEstimator:
         return s.round_trip / 2.0 + 3.0 * r + self._drift * (abs(now - s.t4) + 1.5 * span)
 
     def _best(self, now: float) -> ClockSample | None:
+        memo = self._best_at  # one message asks up to three times at the same now
+        if memo is not None and memo[0] == now:
+            return memo[1]
         best: ClockSample | None = None
         for s in self._samples:  # oldest first, so ties go to the newest
             if s.t4 <= now and (best is None or s.round_trip <= best.round_trip):
                 best = s
+        self._best_at = (now, best)
         return best
 
     def best_sample_at_time(self, now: float) -> ClockSample | None:

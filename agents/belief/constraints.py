@@ -155,11 +155,12 @@ def constrain(
     """The estimate within the limits (see the module docstring); ``changed`` says if it moved."""
     x = np.array(x, dtype=np.float64)
     P = np.array(P, dtype=np.float64)
-    delta = np.zeros(x.shape)
+    delta: FloatArray | None = None  # the change of the mean, made when there is one
     changed = False
     if max_speed is not None:
         speed = math.hypot(x[2], x[3])
         if speed > max_speed:
+            delta = np.zeros(x.shape)
             scaled = x[2:4] * (max_speed / speed)
             delta[2:4] += x[2:4] - scaled
             x[2:4] = scaled
@@ -167,6 +168,8 @@ def constrain(
     if space is not None:
         px, py, normals = space.project(float(x[0]), float(x[1]))
         if normals:
+            if delta is None:
+                delta = np.zeros(x.shape)
             delta[0] += x[0] - px
             delta[1] += x[1] - py
             x[0], x[1] = px, py
@@ -178,7 +181,7 @@ def constrain(
                     x[2] -= into * nx
                     x[3] -= into * ny
             changed = True
-    if delta.any():
+    if delta is not None and delta.any():
         P = P + delta[:, None] * delta  # the outer product
     if max_speed is not None:
         a, b, d = P[2, 2], P[2, 3], P[3, 3]

@@ -77,13 +77,18 @@ def mix(
 ) -> tuple[FloatArray, list[FloatArray], list[FloatArray], FloatArray]:
     """Steps 1 and 2: ``(c̄, [x₀ⱼ], [P₀ⱼ], M)``."""
     cbar, M = mixing_probabilities(mu, Pi)
-    x0: list[FloatArray] = []
-    P0: list[FloatArray] = []
-    for j in range(len(xs)):
-        xj, Pj = moment_match(M[:, j], xs, Ps)
-        x0.append(xj)
-        P0.append(Pj)
-    return cbar, x0, P0, M
+    # moment_match(M[:, j], xs, Ps) for every j at once (j along the first axis): the same
+    # products and sums in the same order, hence the same bits, in a third of the calls.
+    m = len(xs)
+    x = np.zeros((m, *np.shape(xs[0])))
+    for i in range(m):
+        x = x + M[i][:, None] * xs[i]
+    P = np.zeros((m, *np.shape(Ps[0])))
+    for i in range(m):
+        d = xs[i] - x
+        P = P + M[i][:, None, None] * (Ps[i] + d[:, :, None] * d[:, None, :])
+    P = 0.5 * (P + P.transpose(0, 2, 1))
+    return cbar, [xj.copy() for xj in x], [Pj.copy() for Pj in P], M
 
 
 def gaussian_likelihood(nu: FloatArray, S: FloatArray) -> float:

@@ -49,14 +49,16 @@ def cv_transition(dt: float) -> FloatArray:
     return F
 
 
+def _white_accel(dt: float, q: float) -> tuple[float, float, float]:
+    """The position, cross and velocity terms of :func:`cv_process_noise` (uses |dt|)."""
+    a = abs(dt)
+    return q * a**3 / 3.0, q * a**2 / 2.0, q * a
+
+
 def cv_process_noise(dt: float, q: float) -> FloatArray:
     """Q(dt) of white acceleration noise with spectral density q (uses |dt|), 4-state."""
-    a = abs(dt)
-    Q = np.zeros((4, 4))
-    Q[0, 0] = Q[1, 1] = q * a**3 / 3.0
-    Q[0, 2] = Q[2, 0] = Q[1, 3] = Q[3, 1] = q * a**2 / 2.0
-    Q[2, 2] = Q[3, 3] = q * a
-    return Q
+    p, c, v = _white_accel(dt, q)
+    return np.array([[p, 0.0, c, 0.0], [0.0, p, 0.0, c], [c, 0.0, v, 0.0], [0.0, c, 0.0, v]])
 
 
 def cv_predict(
@@ -88,10 +90,10 @@ class MotionModel:
 
     def noise(self, dt: float) -> FloatArray:
         """Q(dt): white acceleration on the kinematic block, a random walk on ω."""
-        Q = np.zeros((STATE_DIM, STATE_DIM))
-        Q[KINEMATIC, KINEMATIC] = cv_process_noise(dt, self.accel_psd)
-        Q[4, 4] = self.turn_psd * abs(dt)
-        return Q
+        p, c, v = _white_accel(dt, self.accel_psd)
+        w = self.turn_psd * abs(dt)
+        return np.array([[p, 0.0, c, 0.0, 0.0], [0.0, p, 0.0, c, 0.0], [c, 0.0, v, 0.0, 0.0],
+                         [0.0, c, 0.0, v, 0.0], [0.0, 0.0, 0.0, 0.0, w]])
 
     def predict(self, s: FloatArray, P: FloatArray, dt: float) -> tuple[FloatArray, FloatArray]:
         """``(f(s), F P Fᵀ + Q)``, symmetrised."""
@@ -143,7 +145,7 @@ class CoordinatedTurn(MotionModel):
     name = "ct"
 
     def transition(self, s: FloatArray, dt: float) -> tuple[FloatArray, FloatArray]:
-        x, y, vx, vy, w = (float(v) for v in s)
+        x, y, vx, vy, w = np.asarray(s, dtype=np.float64).tolist()
         sw, cw, dsw, dcw = _turn_terms(w, dt)
         cos_, sin_ = math.cos(w * dt), math.sin(w * dt)
         out = np.array(
@@ -155,11 +157,13 @@ class CoordinatedTurn(MotionModel):
                 w,
             ]
         )
-        F = np.eye(STATE_DIM)
-        F[0, 2], F[0, 3], F[0, 4] = sw, -cw, dsw * vx - dcw * vy
-        F[1, 2], F[1, 3], F[1, 4] = cw, sw, dcw * vx + dsw * vy
-        F[2, 2], F[2, 3], F[2, 4] = cos_, -sin_, -dt * (sin_ * vx + cos_ * vy)
-        F[3, 2], F[3, 3], F[3, 4] = sin_, cos_, dt * (cos_ * vx - sin_ * vy)
+        F = np.array([
+            [1.0, 0.0, sw, -cw, dsw * vx - dcw * vy],
+            [0.0, 1.0, cw, sw, dcw * vx + dsw * vy],
+            [0.0, 0.0, cos_, -sin_, -dt * (sin_ * vx + cos_ * vy)],
+            [0.0, 0.0, sin_, cos_, dt * (cos_ * vx - sin_ * vy)],
+            [0.0, 0.0, 0.0, 0.0, 1.0],
+        ])
         return out, F
 
 

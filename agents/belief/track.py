@@ -79,6 +79,11 @@ from agents.belief.params import TrackParams
 FloatArray = npt.NDArray[np.float64]
 
 H = np.hstack([np.eye(2), np.zeros((2, STATE_DIM - 2))])
+H.flags.writeable = False
+_EYE4 = np.eye(4)
+_EYE4.flags.writeable = False
+_EYE5 = np.eye(STATE_DIM)
+_EYE5.flags.writeable = False
 
 
 class UpdateReason(StrEnum):
@@ -125,10 +130,11 @@ def _psd2(C: FloatArray) -> bool:
 
 
 def _inv2(S: FloatArray) -> FloatArray | None:
-    det = float(S[0, 0] * S[1, 1] - S[0, 1] * S[1, 0])
-    if not (det > 0.0 and S[0, 0] > 0.0):
+    (a, b), (c, d) = S.tolist()  # Python floats: the same IEEE operations, less overhead
+    det = a * d - b * c
+    if not (det > 0.0 and a > 0.0):
         return None
-    return np.array([[S[1, 1], -S[0, 1]], [-S[1, 0], S[0, 0]]]) / det
+    return np.array([[d, -b], [-c, a]]) / det
 
 
 @dataclass
@@ -324,8 +330,9 @@ class TrackFilter:
         decay = math.exp(-dt / p.pose_error_time)
         xs, Ps, Ss = [], [], []
         for j, model in enumerate(self.models):
-            S0 = sum((M[i, j] * post.Ss[i] for i in range(len(self.models))),
-                     start=np.zeros((STATE_DIM, 2)))
+            S0 = np.zeros((STATE_DIM, 2))  # Σ_i M[i, j] S_i, summed in this order
+            for i in range(len(self.models)):
+                S0 = S0 + M[i, j] * post.Ss[i]
             fx, F = model.transition(x0[j], dt)
             Pj = F @ P0[j] @ F.T + model.noise(dt)
             xj, Pj, _ = constrain(fx, 0.5 * (Pj + Pj.T), self.space, p.max_speed)
@@ -439,8 +446,9 @@ class TrackFilter:
               C: FloatArray) -> tuple[bool, float]:
         """NIS of the combined prediction against the gate."""
         x, P = prior.combined()
-        S = sum((m * s for m, s in zip(prior.mu, prior.Ss, strict=True)),
-                start=np.zeros((STATE_DIM, 2)))
+        S = np.zeros((STATE_DIM, 2))  # Σ μ_j S_j, summed in this order
+        for m, s in zip(prior.mu, prior.Ss, strict=True):
+            S = S + m * s
         nu = z - x[:2]
         Sx = P[:2, :2] + S[:2, :] + S[:2, :].T + C + R_s
         inv = _inv2(0.5 * (Sx + Sx.T))
@@ -453,7 +461,7 @@ class TrackFilter:
                 C: FloatArray) -> _Posterior:
         """Every mode's Schmidt–Kalman update (Joseph form) and the mode probabilities."""
         xs, Ps, Ss, lik = [], [], [], []
-        eye = np.eye(STATE_DIM)
+        eye = _EYE5
         for j in range(len(self.models)):
             S_xb = self._consistent_cross(prior.Ps[j], prior.Ss[j], C)
             P = prior.Ps[j]
@@ -570,22 +578,27 @@ class TrackFilter:
         for j in range(len(self.models)):
             x5, P5, S5 = prior.xs[j], prior.Ps[j], prior.Ss[j]
             xa, Pa = x5[KINEMATIC], P5[KINEMATIC, KINEMATIC]
+            # Pa⁻¹ is inverted once per mode, after the fusion rule (which may refuse Pa first).
             if rule is FusionRule.CI:
                 fused = ci_matrix(xa, Pa, xp, Pp, self.params.ci_criterion)
                 xf, Pf, w = fused.x, fused.P, fused.w
-                Wa = w * Pf @ np.linalg.inv(Pa)
+                Pa_inv = np.linalg.inv(Pa)
+                Wa = w * Pf @ Pa_inv
             elif rule is FusionRule.NAIVE:
                 fused = naive_matrix(xa, Pa, xp, Pp)
                 xf, Pf, w = fused.x, fused.P, 1.0
-                Wa = Pf @ np.linalg.inv(Pa)
+                Pa_inv = np.linalg.inv(Pa)
+                Wa = Pf @ Pa_inv
             elif np.trace(Pp) < np.trace(Pa):  # MAX_CONFIDENCE: the peer's is tighter
                 xf, Pf, w, Wa = xp.copy(), Pp.copy(), 0.0, np.zeros((4, 4))
+                Pa_inv = np.linalg.inv(Pa)
             else:
                 xf, Pf, w, Wa = xa.copy(), Pa.copy(), 1.0, np.eye(4)
-            L = P5[:, KINEMATIC] @ np.linalg.inv(Pa)  # regression of the state on its kinematics
+                Pa_inv = np.linalg.inv(Pa)
+            L = P5[:, KINEMATIC] @ Pa_inv  # regression of the state on its kinematics
             x_new = x5 + L @ (xf - xa)
             P_new = P5 + L @ (Pf - Pa) @ L.T
-            S_new = S5 - L @ (np.eye(4) - Wa) @ S5[KINEMATIC, :]
+            S_new = S5 - L @ (_EYE4 - Wa) @ S5[KINEMATIC, :]
             xs.append(x_new)
             Ps.append(0.5 * (P_new + P_new.T))
             Ss.append(S_new)

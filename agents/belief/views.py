@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,28 +130,50 @@ class ViewHistory:
 
         ``detection_gate`` widens the disc in which a seen target counts as support.
         """
-        px, py = (float(v) for v in np.asarray(p, dtype=np.float64)[:2])
+        px, py = np.asarray(p, dtype=np.float64)[:2].tolist()
+        return self.test_points([(px, py)], P, t, window=window, gate=gate, floor=floor,
+                                clock_uncertainty=clock_uncertainty,
+                                detection_gate=detection_gate)[0]
+
+    def test_points(
+        self,
+        points: Sequence[tuple[float, float]],
+        P: npt.ArrayLike,
+        t: float,
+        *,
+        window: float,
+        gate: float,
+        floor: float,
+        clock_uncertainty: float = 0.0,
+        detection_gate: float = 0.0,
+    ) -> list[ViewEvidence]:
+        """:meth:`test` for several claims that share all but their position: the views in
+        the window, and each one's disc radius, are found once for all of them."""
         P_ = np.asarray(P, dtype=np.float64)[:2, :2]
         a, b, d = P_[0, 0], 0.5 * (P_[0, 1] + P_[1, 0]), P_[1, 1]
         lam = 0.5 * (a + d) + math.sqrt(0.25 * (a - d) ** 2 + b * b)
-        if not (math.isfinite(lam) and math.isfinite(px) and math.isfinite(py)):
-            return ViewEvidence(0, 0, 0)
+        if not math.isfinite(lam):
+            return [ViewEvidence(0, 0, 0) for _ in points]
         spread = math.sqrt(gate * max(lam, 0.0) + floor * floor)
-        refuting = supporting = looked = 0
+        near: list[tuple[View, float]] = []  # the views asked, with the claim's disc at each
         for v in self._views:
             dt = abs(v.t - t)
-            if dt > window:
+            if not dt > window:
+                near.append((v, spread + self.max_speed * (dt + clock_uncertainty)))
+        out: list[ViewEvidence] = []
+        for px, py in points:
+            if not (math.isfinite(px) and math.isfinite(py)):
+                out.append(ViewEvidence(0, 0, 0))
                 continue
-            looked += 1
-            radius = spread + self.max_speed * (dt + clock_uncertainty)
-            if v.target is not None and math.hypot(v.target[0] - px, v.target[1] - py) <= (
-                radius + detection_gate
-            ):
-                supporting += 1
-                continue
-            if v.covers(px, py, radius, self.space):
-                refuting += 1
-        return ViewEvidence(refuting, supporting, looked)
-
+            refuting = supporting = 0
+            for v, radius in near:
+                if v.target is not None and math.hypot(v.target[0] - px, v.target[1] - py) <= (
+                    radius + detection_gate
+                ):
+                    supporting += 1
+                elif v.covers(px, py, radius, self.space):
+                    refuting += 1
+            out.append(ViewEvidence(refuting, supporting, len(near)))
+        return out
 
 __all__ = ["View", "ViewEvidence", "ViewHistory"]

@@ -294,15 +294,15 @@ class ControllerSession:
     def get_timer(self) -> float | None:
         if self.state is S.CLOSED:
             return None
-        deadlines = [self._next_probe]
+        # min() of the deadlines in this order, without building a list (asked at every step).
         if self.state is S.CONNECTING:
-            deadlines.append(self._next_hello)
+            timer = min(self._next_probe, self._next_hello)
         else:
             assert self.telemetry_at is not None
-            deadlines.append(self.telemetry_at + self.config.telemetry_timeout)
+            timer = min(self._next_probe, self.telemetry_at + self.config.telemetry_timeout)
         if self.state in _ARMED:
-            deadlines += [self._next_drive, self._arm_deadline]
-        return min(deadlines)
+            timer = min(timer, self._next_drive, self._arm_deadline)
+        return timer
 
     def handle_timer(self, now: float) -> None:
         if self.state is S.CLOSED:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import struct
 from collections.abc import Sequence
 
 import numpy as np
@@ -95,13 +96,24 @@ def floats_field(name: str, value: object, n: int) -> tuple[float, ...]:
     return tuple(float_field(f"{name}[{i}]", v) for i, v in enumerate(value))
 
 
+@functools.cache
+def _binary32(n: int) -> struct.Struct:
+    return struct.Struct(f"<{n}f")
+
+
 def binary32_field(name: str, values: tuple[float, ...]) -> tuple[float, ...]:
-    """Round to float 32, as these fields travel (codec.F32Array); refuse what overflows."""
-    with np.errstate(over="ignore"):
-        f32 = np.asarray(values, dtype=np.float32)
-    if not np.isfinite(f32).all():
+    """Round to float 32, as these fields travel (codec.F32Array); refuse what overflows.
+
+    struct's ``f`` rounds as numpy's float32 cast does (the C cast, to nearest even) and
+    raises where that cast would give an infinity."""
+    fmt = _binary32(len(values))
+    try:
+        out: tuple[float, ...] = fmt.unpack(fmt.pack(*values))
+    except OverflowError:
+        raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} does not fit float 32") from None
+    if not all(map(math.isfinite, out)):
         raise FieldError(RejectReason.OUT_OF_RANGE, f"{name} does not fit float 32")
-    return tuple(float(v) for v in f32.tolist())
+    return out
 
 
 def covariance_field(name: str, value: object, dim: int) -> tuple[float, ...]:
@@ -121,12 +133,20 @@ def _diagonal_positions(dim: int) -> list[int]:
     return out
 
 
+@functools.cache
+def _triu(dim: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """``np.triu_indices(dim)``, computed once per size (read-only)."""
+    rows, cols = np.triu_indices(dim)
+    rows.flags.writeable = cols.flags.writeable = False
+    return rows, cols
+
+
 def upper_triangle(matrix: npt.ArrayLike) -> tuple[float, ...]:
     """Row-major upper triangle (diagonal included) of a square matrix."""
     m = np.asarray(matrix, dtype=np.float64)
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
         raise ValueError("a square matrix is required")
-    rows, cols = np.triu_indices(m.shape[0])
+    rows, cols = _triu(m.shape[0])
     return tuple(float(v) for v in m[rows, cols])
 
 
@@ -135,7 +155,7 @@ def from_upper_triangle(values: Sequence[float], dim: int) -> npt.NDArray[np.flo
     if len(values) != dim * (dim + 1) // 2:
         raise ValueError(f"{dim}x{dim} needs {dim * (dim + 1) // 2} values")
     m = np.zeros((dim, dim))
-    rows, cols = np.triu_indices(dim)
+    rows, cols = _triu(dim)
     m[rows, cols] = values
     m[cols, rows] = values
     return m

@@ -78,6 +78,9 @@ class LockstepAgent:
     incarnation: int = 0
     alive: bool = True
     started: float = 0.0
+    timer: float | None = None
+    """The agent's :meth:`~agents.agent.Agent.get_timer`, asked again after each call that
+    can move it (the driver's, and the operations on the agent)."""
 
     @property
     def core(self) -> AgentCore:
@@ -179,7 +182,7 @@ class Lockstep:
         agent.core.seeker.collect_looks = self.oracle_looks
         return LockstepAgent(
             name, spec.id, swarm_addr, (f"127.0.1.{i + 1}", CONTROL_PORT), agent, log,
-            incarnation, True, self.t,
+            incarnation, True, self.t, agent.get_timer(),
         )  # fmt: skip
 
     def _live(self, name: str | None) -> LockstepAgent | None:
@@ -190,11 +193,15 @@ class Lockstep:
 
     def set_faults(self, name: str, spec: LinkFaults, direction: Direction) -> None:
         """What ``stigmesh faults NAME set ... --dir DIRECTION`` does to a live agent."""
-        self._require(name).agent.set_faults(spec, direction, self.t)
+        agent = self._require(name)
+        agent.agent.set_faults(spec, direction, self.t)
+        agent.timer = agent.agent.get_timer()
 
     def set_byzantine(self, name: str, spec: ByzantineSpec | None) -> None:
         """Make the agent lie (None: honest again), seeded by its epoch as the runtime does."""
-        self._require(name).agent.set_byzantine(spec, self.t)
+        agent = self._require(name)
+        agent.agent.set_byzantine(spec, self.t)
+        agent.timer = agent.agent.get_timer()
 
     def kill(self, name: str) -> None:
         """The agent's process dies: nothing more in or out; the car's watchdog stops it."""
@@ -271,7 +278,8 @@ class Lockstep:
             else:
                 self._fan_out(agent, out.data, out.to)
         if self.oracle_looks:
-            self._hand_looks(agent)
+            self._hand_looks(agent)  # other agents' search maps: no deadline of theirs moves
+        agent.timer = agent.agent.get_timer()
 
     def _hand_looks(self, sender: LockstepAgent) -> None:
         """The oracle: the sender's new looks, applied by every other live agent now."""
@@ -316,11 +324,11 @@ class Lockstep:
         self._world_output(self.world.advance_to(self.t))
         for target, who, data, src, port in self._queue.due(self.t):
             self._deliver(target, who, data, src, port)
+        # An agent's deadline moves only when it is called, and every call ends in _service
+        # (or an operation above) that asks for it again: no need to ask at every step.
         for agent in list(self.agents.values()):
-            if agent.alive:
-                timer = agent.agent.get_timer()
-                if timer is not None and timer <= self.t:
-                    self._service(agent)
+            if agent.alive and agent.timer is not None and agent.timer <= self.t:
+                self._service(agent)
 
     def run_until(self, t: float) -> None:
         """Step until the clock reads ``t`` (absolute)."""
