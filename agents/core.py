@@ -528,6 +528,7 @@ class AgentCore:
             now, pose=pose, belief=view, track=track_view, others=others, room=self.config.room,
             search=self.seeker.view(pose, self.localizer.t) if searching else None,
             estimate=self._reckoned,
+            verify=self.vetting.to_verify(now) if self.config.use_reputation else None,
         )
         self._out.decision = decision
         self._emit(

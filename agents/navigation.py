@@ -9,6 +9,9 @@ decision rate (10 Hz): a desired (v, omega), the wheel duties the
   pose and is still lost one full turn later creeps, on the pose the core dead-reckons,
   towards the viewpoints of mapped tags, each leg followed by a full turn
   (:mod:`agents.relocation`).
+- **VERIFY** (pose and a place to verify: a peer's disputed claim that no own
+  detection can settle, :meth:`agents.vetting.Vetting.to_verify`): approach the place
+  as PURSUE approaches a track, so the camera sees whether the target is there.
 - **PURSUE** (pose and a confident track): head for the track's position
   predicted ``pursue_lookahead`` seconds ahead, hold ``standoff`` metres from
   it and face it so the camera keeps it in view.
@@ -41,7 +44,7 @@ areas; they spread because the variance they share says where has been seen.
 Deterministic: no random numbers; the same sequence of inputs gives the same
 decisions bit for bit.
 
-Why one module of ~580 lines, over the ~500 of the rest: it is one policy (search, pursue,
+Why one module of ~590 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
 steer, brake) over one set of inputs and one goal, and its input and output types with
 their checks (~170 lines) stand beside it. Its parts with their own state are apart: the
 relocation of a lost robot (:mod:`agents.relocation`), the path planner and its graphs
@@ -74,6 +77,7 @@ class NavMode(StrEnum):
     NO_POSE = "no_pose"
     SEARCH = "search"
     PURSUE = "pursue"
+    VERIFY = "verify"
 
 
 @dataclass(frozen=True, eq=False)
@@ -291,11 +295,12 @@ class Navigator:
         room: Room,
         search: SearchView | None = None,
         estimate: tuple[float, float, float] | None = None,
+        verify: tuple[float, float] | None = None,
     ) -> NavDecision:
         """The decision at ``now``; see the module docstring for the behaviour.
 
         ``estimate``: without a pose, the last pose dead-reckoned since it was lost (None:
-        there never was one)."""
+        there never was one). ``verify``: a place the camera should see (VERIFY)."""
         require(math.isfinite(now), "now must be finite")
         self._bans = [b for b in self._bans if b[2] > now]
         if pose is None or not finite(*pose):
@@ -305,6 +310,9 @@ class Navigator:
             return self._relocate(now, _Scene(estimate, belief, tuple(others), room))
         self.relocation.found()
         scene = _Scene(pose, belief, tuple(others), room)
+        if verify is not None and finite(*verify):
+            self._drop_goal()
+            return self._approach(now, scene, verify, NavMode.VERIFY)
         if track is not None and track.confident:
             self._drop_goal()
             return self._pursue(now, scene, track)
@@ -316,9 +324,16 @@ class Navigator:
 
     def _pursue(self, now: float, scene: _Scene, track: TrackView) -> NavDecision:
         p = self.params
-        x, y, _ = scene.pose
         ahead = min(max(now - track.t, 0.0) + p.pursue_lookahead, p.max_track_extrapolation)
-        tx, ty = track.x + track.vx * ahead, track.y + track.vy * ahead
+        at = (track.x + track.vx * ahead, track.y + track.vy * ahead)
+        return self._approach(now, scene, at, NavMode.PURSUE)
+
+    def _approach(self, now: float, scene: _Scene, at: tuple[float, float],
+                  mode: NavMode) -> NavDecision:
+        """Hold ``standoff`` from ``at``, facing it (around obstacles when far)."""
+        p = self.params
+        x, y, _ = scene.pose
+        tx, ty = at
         dist = math.hypot(tx - x, ty - y)
         err = dist - p.standoff
         if abs(err) <= p.standoff_tolerance:
@@ -334,7 +349,7 @@ class Navigator:
                 aim = route
         heading = math.atan2(aim[1] - y, aim[0] - x)
         v, omega = self._steer(scene, heading, v, repel=err > 0.0)
-        return self._emit(now, NavMode.PURSUE, v, omega, goal=(tx, ty))
+        return self._emit(now, mode, v, omega, goal=(tx, ty))
 
     def _search(self, now: float, scene: _Scene) -> NavDecision:
         p = self.params

@@ -23,10 +23,12 @@ Verdicts go to the reputation table (:mod:`agents.belief.reputation`); the claim
 check refutes is not fused, whatever the peer's score. A claim nothing of the own
 evidence bears on is not fused either when it contradicts the agent's track: the peer
 is then disputed, and its claims carry the disagreement in their covariance until the
-witness agrees with one (:meth:`Vetting.weigh`). When a check turns a peer distrusted,
-what the core's track took from it cannot be taken out: the core starts its track over
-from the witness (:meth:`Vetting.rebuild`). Deterministic, like the core: no clock
-reads, ordered iteration only.
+witness agrees with one (:meth:`Vetting.weigh`). Evidence is also sought: while no own
+detection can settle a dispute, :meth:`Vetting.to_verify` names the disputed claim's
+place for the navigator to look at, so the own views confront its next claims. When a
+check turns a peer distrusted, what the core's track took from it cannot be taken out:
+the core starts its track over from the witness (:meth:`Vetting.rebuild`).
+Deterministic, like the core: no clock reads, ordered iteration only.
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ class Vetting:
         self._patch_seen: dict[str, dict[tuple[int, int], tuple[float, float]]] = {}
         self._distrusted: set[str] = set()
         self._disputes: dict[str, FloatArray] = {}  # peer -> d dᵀ (m²), see weigh()
+        # peer -> (the newest disputed claim's position, its time, when the dispute began)
+        self._contested: dict[str, tuple[tuple[float, float], float, float]] = {}
+        self._weighed_at: dict[str, float] = {}  # peer -> when a claim of it was last fusable
 
     # ------------------------------------------------------------ own evidence
 
@@ -110,10 +115,34 @@ class Vetting:
                             2.0 * math.sqrt(max(0.0, P[2, 2])), seen))
 
     def tick(self, now: float) -> None:
-        """The witness is forgotten ``track_timeout`` after the newest own detection."""
+        """The witness is forgotten ``track_timeout`` after the newest own detection; a
+        disputed claim no longer resent is forgotten after ``view_horizon``."""
         if self.witness.initialised and (
                 now - self._last_detection_at > self.config.track_timeout):
             self.witness.reset()
+        horizon = self.config.reputation.view_horizon
+        for peer in [k for k, (_, t, _) in self._contested.items() if now - t > horizon]:
+            del self._contested[peer]
+
+    def to_verify(self, now: float) -> tuple[float, float] | None:
+        """Where the own camera should look: the newest disputed claim of a peer still
+        fused, when nothing else can settle it — no fresh own detection (the witness does)
+        and no other peer's claim fused within ``witness_max_age`` (the track is not the
+        disputed peer's word against itself) — for at most ``verify_time`` per dispute (an
+        unreachable place is not chased). None: nothing to look at."""
+        p = self.config.reputation
+        if now - self._last_detection_at <= p.witness_max_age:
+            return None
+        best: tuple[tuple[float, float], float] | None = None
+        for peer, (position, t, since) in self._contested.items():
+            if peer in self._distrusted or now - since > p.verify_time:
+                continue
+            if any(now - at <= p.witness_max_age
+                   for other, at in self._weighed_at.items() if other != peer):
+                continue
+            if best is None or t > best[1]:
+                best = (position, t)
+        return None if best is None else best[0]
 
     # ------------------------------------------------------------------ checks
 
@@ -196,6 +225,7 @@ class Vetting:
         fusable = self.reputation.fusable(peer)
         if not fusable and peer not in self._distrusted:
             self._distrusted.add(peer)
+            self._contested.pop(peer, None)
             self._counters.count("peer_distrusted")
             return Verdict(outcome, DISTRUSTED)
         if fusable and peer in self._distrusted:
@@ -220,6 +250,7 @@ class Vetting:
         confirmed = verdict is not None and verdict.outcome.reason is Reason.WITNESS_AGREES
         if confirmed:
             self._disputes.pop(peer, None)
+            self._contested.pop(peer, None)
         nis = math.nan
         if track.initialised:
             t_c = max(now, track.posterior_time)
@@ -229,7 +260,11 @@ class Vetting:
             if nis > self.config.reputation.gate and not confirmed:
                 d = claim.position - own.position
                 self._disputes[peer] = np.outer(d, d)
+                prior = self._contested.get(peer)
+                since = now if prior is None else prior[2]
+                self._contested[peer] = ((float(x[0]), float(x[1])), t, since)
                 return None, nis
+        self._weighed_at[peer] = now
         D = self._disputes.get(peer)
         if D is None:
             return P, nis

@@ -234,6 +234,9 @@ class ReputationParams:
     """... and a mu that rose by at least this since the peer's previous PATCH of it."""
     min_refuted_cells: int = 2
     """A PATCH fails only if at least this many of its hot cells were refuted."""
+    verify_time: float = 4.0
+    """s: a disputed claim that no own evidence bears on is looked at (the navigator turns
+    the camera to it) for at most this long per dispute; 0: never."""
 
     def __post_init__(self) -> None:
         require(
@@ -261,6 +264,7 @@ class ReputationParams:
         _positive("view_window", self.view_window)
         _non_negative("claim_floor", self.claim_floor)
         _non_negative("support_distance", self.support_distance)
+        _non_negative("verify_time", self.verify_time)
         for name in ("min_refuting_views", "min_refuted_cells"):
             value = getattr(self, name)
             require(isinstance(value, int) and value >= 1, f"{name} must be an int >= 1")

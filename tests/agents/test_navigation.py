@@ -129,6 +129,28 @@ def test_pursuit_closes_to_standoff_and_faces_the_target(target: tuple[float, fl
     assert facing < 10.0
 
 
+def test_verify_looks_at_the_place_before_pursuing_a_track() -> None:
+    """A place to verify (a disputed claim) comes before a confident track elsewhere: the
+    robot approaches it as it would a target, to the standoff, facing it."""
+    nav = Navigator()
+    world = World(mu=0.0, var=0.2)
+    pose, place = (1.0, 1.0, 0.0), (3.5, 3.5)
+    track = TrackView(1.0, 4.0, 0.0, 0.0, 0.0, True)
+    for k in range(300):
+        d = nav.decide(0.1 * k, pose=pose, belief=world.window(*pose[:2]),
+                       track=TrackView(1.0, 4.0, 0.0, 0.0, 0.1 * k, True), others=[],
+                       room=BOX_ROOM, verify=place)
+        assert d.mode is NavMode.VERIFY and d.goal == place
+        pose = step(pose, d)
+    dist = math.hypot(place[0] - pose[0], place[1] - pose[1])
+    bearing = math.atan2(place[1] - pose[1], place[0] - pose[0]) - pose[2]
+    assert abs(dist - nav.params.standoff) <= nav.params.standoff_tolerance + 0.05
+    assert abs(math.degrees(math.remainder(bearing, math.tau))) < 10.0
+    d = nav.decide(30.0, pose=pose, belief=world.window(*pose[:2]), track=track, others=[],
+                   room=BOX_ROOM)
+    assert d.mode is NavMode.PURSUE  # nothing to verify: the track again
+
+
 def test_pursuit_of_a_moving_target_keeps_the_standoff() -> None:
     nav = Navigator()
     world = World(mu=0.0, var=0.2)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from agents.belief import ReputationTable
 from agents.config import AgentConfig, track_for_target
@@ -258,3 +259,53 @@ def test_a_claim_kept_without_new_measurements_is_checked_again_on_new_own_detec
     assert resends_checked == 0
     assert core.vetting.checks["track_checks"] == len(checks)
     assert not core.reputation.fusable("hazel")
+
+
+def test_a_disputed_claim_no_own_evidence_bears_on_is_looked_at_for_a_while() -> None:
+    # As above: the peer claims A, then from 2 s B, 1.5 m away, out of the camera's view
+    # and with no own detection to settle it. The navigator is sent to look at B (VERIFY),
+    # so the own views can speak to its next claims, for ``verify_time`` at most: a place
+    # that cannot be seen is not chased.
+    core = core_with_peer()
+    a, b = (0.5, 1.0), (2.0, 1.0)
+    verify_time = core.config.reputation.verify_time
+    t, seq, next_frame, next_track, next_tick = 0.0, 1, 0.0, 0.3, 0.0
+    looks: list[tuple[float, tuple[float, float]]] = []
+    disputed_at = math.inf
+    while t < 8.0:
+        t = min(next_frame, next_track, next_tick)
+        if t == next_frame:
+            frame(core, t)
+            next_frame = round(next_frame + FRAME, 9)
+        if t == next_track:
+            core.on_message(peer_track(seq, t, a if t < 2.0 else b, seq), PEER, t)
+            seq += 1
+            next_track = round(next_track + TRACK_PERIOD, 9)
+        if t == next_tick:
+            core.tick(t)
+            next_tick = round(next_tick + 0.1, 9)
+        for r in core.take_outputs().records:
+            if r.event == "peer_track" and r.fields["outcome"] == "disputed":
+                disputed_at = min(disputed_at, t)
+            if r.event == "decision" and r.fields["mode"] == "verify":
+                looks.append((t, tuple(r.fields["goal"])))
+    assert 2.0 <= disputed_at < 2.5 and looks
+    assert looks[0][0] - disputed_at <= 0.1  # the next decision
+    assert all(goal == pytest.approx(b) for _, goal in looks)
+    assert looks[-1][0] - disputed_at <= verify_time < looks[-1][0] - disputed_at + 0.2
+    assert core.vetting.to_verify(t) is None
+
+
+def test_a_fresh_own_detection_settles_a_dispute_without_a_look() -> None:
+    core = core_with_peer()
+    records = []
+    for k in range(8):  # the target seen at (3.2, 2.9), the peer claiming it 1.5 m away
+        t = k * FRAME
+        frame(core, t, (3.2, 2.9))
+        core.on_message(peer_track(k + 1, t, (2.0, 2.0), k + 1), PEER, t)
+        core.tick(t)
+        records += core.take_outputs().records
+    assert any(r.fields["outcome"] in ("disputed", "refuted") for r in records
+               if r.event == "peer_track")
+    assert core.vetting.to_verify(t) is None
+    assert "verify" not in {r.fields["mode"] for r in records if r.event == "decision"}
