@@ -39,7 +39,7 @@ The estimator (Bar-Shalom, Li, Kirubarajan 2001, §11.6.6 and §11.7):
   fused into each mode by covariance intersection on the kinematic part; the
   turn rate and the cross-covariances follow by linear regression on it.
 
-Why one module of ~600 lines: it is one estimator. The rewind of a late detection,
+Why one module of ~620 lines: it is one estimator. The rewind of a late detection,
 the consider term, the limits and peer fusion all act on the same kept posteriors
 (:class:`_Posterior`, :class:`_Step`); the models, the IMM maths and the limits are
 their own modules.

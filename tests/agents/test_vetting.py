@@ -6,6 +6,8 @@ the same way."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -188,31 +190,37 @@ def test_a_capture_mapped_after_its_receipt_is_taken_as_now_and_every_track_enco
     assert core.stats["captures_after_receipt"] == 39 and core.track.initialised
 
 
+def jumping_claims(core: AgentCore, a: tuple[float, float], b: tuple[float, float],
+                   until: float = 8.0) -> Iterator[tuple[float, list[Any]]]:
+    """Frames at 8 Hz (no target), the peer's TRACK claiming ``a`` and from 2 s ``b`` at
+    5 Hz, ticks at 10 Hz; at each step its time and the core's records."""
+    t, seq, next_frame, next_track, next_tick = 0.0, 1, 0.0, 0.3, 0.0
+    while t < until:
+        t = min(next_frame, next_track, next_tick)
+        if t == next_frame:
+            frame(core, t)
+            next_frame = round(next_frame + FRAME, 9)
+        if t == next_track:
+            core.on_message(peer_track(seq, t, a if t < 2.0 else b, seq), PEER, t)
+            seq += 1
+            next_track = round(next_track + TRACK_PERIOD, 9)
+        if t == next_tick:
+            core.tick(t)
+            next_tick = round(next_tick + 0.1, 9)
+        yield t, core.take_outputs().records
+
+
 def test_a_peer_whose_claims_jump_away_from_the_track_is_disputed_not_believed() -> None:
     # The peer alone tells where the target is, behind the camera (no own evidence either
     # way), standing at A; from 2 s it claims B, 1.5 m away, as confidently. Either claim
     # may be the lie. Fusing B by covariance intersection made the track confident at B
     # (NEES in the thousands when A was the truth); the track must stay consistent with A.
     core = core_with_peer()
-    a, b = np.array([0.5, 1.0]), np.array([2.0, 1.0])  # B: 56 degrees off the camera's axis
-    t, seq, next_frame, next_track, next_tick = 0.0, 1, 0.0, 0.3, 0.0
+    a = np.array([0.5, 1.0])  # B, (2.0, 1.0): 56 degrees off the camera's axis
     outcomes: list[str] = []
     worst = 0.0
-    while t < 8.0:
-        t = min(next_frame, next_track, next_tick)
-        if t == next_frame:
-            frame(core, t)
-            next_frame = round(next_frame + FRAME, 9)
-        if t == next_track:
-            claim = a if t < 2.0 else b
-            core.on_message(peer_track(seq, t, (float(claim[0]), float(claim[1])), seq),
-                            PEER, t)
-            seq += 1
-            next_track = round(next_track + TRACK_PERIOD, 9)
-        if t == next_tick:
-            core.tick(t)
-            next_tick = round(next_tick + 0.1, 9)
-        for r in core.take_outputs().records:
+    for t, records in jumping_claims(core, (0.5, 1.0), (2.0, 1.0)):
+        for r in records:
             if r.event == "peer_track" and r.fields["t_ref"] >= 2.0:
                 assert r.fields["check"] is None  # nothing of the own evidence bears on it
                 outcomes.append(r.fields["outcome"])
@@ -269,22 +277,10 @@ def test_a_disputed_claim_no_own_evidence_bears_on_is_looked_at_for_a_while() ->
     core = core_with_peer()
     a, b = (0.5, 1.0), (2.0, 1.0)
     verify_time = core.config.reputation.verify_time
-    t, seq, next_frame, next_track, next_tick = 0.0, 1, 0.0, 0.3, 0.0
     looks: list[tuple[float, tuple[float, float]]] = []
-    disputed_at = math.inf
-    while t < 8.0:
-        t = min(next_frame, next_track, next_tick)
-        if t == next_frame:
-            frame(core, t)
-            next_frame = round(next_frame + FRAME, 9)
-        if t == next_track:
-            core.on_message(peer_track(seq, t, a if t < 2.0 else b, seq), PEER, t)
-            seq += 1
-            next_track = round(next_track + TRACK_PERIOD, 9)
-        if t == next_tick:
-            core.tick(t)
-            next_tick = round(next_tick + 0.1, 9)
-        for r in core.take_outputs().records:
+    disputed_at = t = math.inf
+    for t, records in jumping_claims(core, a, b):
+        for r in records:
             if r.event == "peer_track" and r.fields["outcome"] == "disputed":
                 disputed_at = min(disputed_at, t)
             if r.event == "decision" and r.fields["mode"] == "verify":
