@@ -459,6 +459,9 @@ class AgentCore:
             # it again would keep a lost target alive by passing it back and forth.
             self.counters.count("track_no_new_information")
             outcome = "no_new_information"
+            if self.config.use_reputation:  # though not fused, it may contradict the track
+                agreement = self.vetting.contest(peer.name, self.track, x, P * inflation,
+                                                 t=t_local, now=now, verdict=verdict)
         else:
             P_fused = P * inflation
             if self.config.use_reputation:

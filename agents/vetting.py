@@ -23,7 +23,10 @@ Verdicts go to the reputation table (:mod:`agents.belief.reputation`); the claim
 check refutes is not fused, whatever the peer's score. A claim nothing of the own
 evidence bears on is not fused either when it contradicts the agent's track: the peer
 is then disputed, and its claims carry the disagreement in their covariance until the
-witness agrees with one (:meth:`Vetting.weigh`). Evidence is also sought: while no own
+witness agrees with one (:meth:`Vetting.weigh`). A resend that is not fused (no new
+measurement) disputes the peer the same way (:meth:`Vetting.contest`): a claim fused
+before the agent had a track of its own, then coasted, is checked again once the agent
+sees the target. Evidence is also sought: while no own
 detection can settle a dispute, :meth:`Vetting.to_verify` names the disputed claim's
 place for the navigator to look at, so the own views confront its next claims. When a
 check turns a peer distrusted, what the core's track took from it cannot be taken out:
@@ -247,23 +250,9 @@ class Vetting:
         known (the own track may have been the wrong one; the peer may have lied before, or
         since). A view that saw the target near the claim does not settle it: its disc
         grows with the target's speed and the time between them."""
-        confirmed = verdict is not None and verdict.outcome.reason is Reason.WITNESS_AGREES
-        if confirmed:
-            self._disputes.pop(peer, None)
-            self._contested.pop(peer, None)
-        nis = math.nan
-        if track.initialised:
-            t_c = max(now, track.posterior_time)
-            own = PositionClaim.from_track(*track.state_at(t_c))
-            claim = PositionClaim.from_track(*track.predict_peer(x, P, t_c - t))
-            nis = position_nis(own, claim)
-            if nis > self.config.reputation.gate and not confirmed:
-                d = claim.position - own.position
-                self._disputes[peer] = np.outer(d, d)
-                prior = self._contested.get(peer)
-                since = now if prior is None else prior[2]
-                self._contested[peer] = ((float(x[0]), float(x[1])), t, since)
-                return None, nis
+        nis, disputed = self._compare(peer, track, x, P, t=t, now=now, verdict=verdict)
+        if disputed:
+            return None, nis
         self._weighed_at[peer] = now
         D = self._disputes.get(peer)
         if D is None:
@@ -271,6 +260,37 @@ class Vetting:
         Q = np.array(P, dtype=np.float64)
         Q[:2, :2] += D
         return Q, nis
+
+    def contest(self, peer: str, track: TrackFilter, x: FloatArray, P: FloatArray, *, t: float,
+                now: float, verdict: Verdict | None) -> float:
+        """A peer's TRACK that is not fused (a resend without a new measurement: the peer
+        coasts) against the agent's track, as in :meth:`weigh`: when it contradicts it, the
+        peer is disputed, so the next own detections check it again. Returns the NIS."""
+        return self._compare(peer, track, x, P, t=t, now=now, verdict=verdict)[0]
+
+    def _compare(self, peer: str, track: TrackFilter, x: FloatArray, P: FloatArray, *,
+                 t: float, now: float, verdict: Verdict | None) -> tuple[float, bool]:
+        """The position NIS of a claim against the agent's track (NaN without one), and
+        whether the claim is beyond the gate: the peer is then disputed (see :meth:`weigh`).
+        A check the witness passed ends the dispute."""
+        confirmed = verdict is not None and verdict.outcome.reason is Reason.WITNESS_AGREES
+        if confirmed:
+            self._disputes.pop(peer, None)
+            self._contested.pop(peer, None)
+        if not track.initialised:
+            return math.nan, False
+        t_c = max(now, track.posterior_time)
+        own = PositionClaim.from_track(*track.state_at(t_c))
+        claim = PositionClaim.from_track(*track.predict_peer(x, P, t_c - t))
+        nis = position_nis(own, claim)
+        if nis <= self.config.reputation.gate or confirmed:
+            return nis, False
+        d = claim.position - own.position
+        self._disputes[peer] = np.outer(d, d)
+        prior = self._contested.get(peer)
+        since = now if prior is None else prior[2]
+        self._contested[peer] = ((float(x[0]), float(x[1])), t, since)
+        return nis, True
 
     def rebuild(self, track: TrackFilter, now: float) -> tuple[TrackFilter, str]:
         """What ``track`` took from a peer now distrusted cannot be taken out of it: it

@@ -269,6 +269,39 @@ def test_a_claim_kept_without_new_measurements_is_checked_again_on_new_own_detec
     assert not core.reputation.fusable("hazel")
 
 
+def test_a_coasting_claim_fused_before_any_own_track_is_checked_once_the_target_is_seen(
+) -> None:
+    # liar_only, seed 2: the liar's claims, out of the own camera's view, were fused while
+    # the honest robot had no track of its own; then the liar coasted (resends, one update
+    # count) while the honest robot saw the target 1.5 m away. Its resends were never fused
+    # again, so never disputed, so never checked: distrusted only 28 s after the onset.
+    core = core_with_peer()
+    claim, target = (0.5, 1.0), (3.2, 2.9)  # the claim behind the camera, the target in view
+    t, seq, next_frame, next_track = 0.0, 1, 0.0, 0.3
+    outcomes: list[tuple[float, str]] = []
+    distrusted_at = math.inf
+    while t < 4.0:
+        t = min(next_frame, next_track)
+        if t == next_frame:
+            frame(core, t, target if t >= 1.0 else None)
+            next_frame = round(next_frame + FRAME, 9)
+        if t == next_track:
+            core.on_message(peer_track(seq, t, claim, min(seq, 3)), PEER, t)  # coasts from 3
+            seq += 1
+            next_track = round(next_track + TRACK_PERIOD, 9)
+        for r in core.take_outputs().records:
+            if r.event == "peer_track":
+                outcomes.append((t, r.fields["outcome"]))
+            if r.event == "peer_distrusted":
+                distrusted_at = min(distrusted_at, t)
+    assert [o for _, o in outcomes[:3]] == ["fused"] * 3
+    assert {o for u, o in outcomes if 0.8 < u < 1.0} == {"no_new_information"}
+    assert distrusted_at < 2.5, distrusted_at  # within 1.5 s of the first own detection
+    assert not core.reputation.fusable("hazel")
+    assert core.track.initialised
+    assert float(np.hypot(*(core.track.position - np.array(target)))) < 0.1
+
+
 def test_a_disputed_claim_no_own_evidence_bears_on_is_looked_at_for_a_while() -> None:
     # As above: the peer claims A, then from 2 s B, 1.5 m away, out of the camera's view
     # and with no own detection to settle it. The navigator is sent to look at B (VERIFY),
