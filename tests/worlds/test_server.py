@@ -276,9 +276,11 @@ def test_synthetic_telemetry_over_the_wire(tmp_path: Path, firmware: str):
         assert {t[0] for t in tel.sim["tags"]} == {14, 15}
         assert tel.sim["sigma"] == [0.03, 0.01]
     gaps = [b.uptime_ms - a.uptime_ms for a, b in itertools.pairwise(tels)]
-    # The model: 95..110 ms. The sketch: due every 100-105 ms (5 ms ticks), sent by the
-    # command task within its 10 ms receive timeout: 90..115 ms, plus a busy host's delays.
-    shortest, longest = (95, 110) if firmware == "model" else (90, 115 + 15)
+    # The model: 95..110 ms. The sketch: due every 100-105 ms (5 ms ticks), stamped when the
+    # command task sends it, within its 10 ms receive timeout: 90..115 ms, plus a busy host's
+    # delays, which shorten the next gap as much as they lengthen this one (108 then 88 ms
+    # seen at load 3).
+    shortest, longest = (95, 110) if firmware == "model" else (90 - 15, 115 + 15)
     assert all(shortest <= g <= longest for g in gaps), gaps
     # The drop shows in the car's own clock, whenever this process got to read it: no
     # telemetry for the 0.4 s of the drop (less a ms of clock drift and rounding), then
