@@ -21,8 +21,12 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
+# Two workers: the slow tests mostly wait on real processes, and one worker left the
+# suite over 10 minutes on 2 cores. Each file runs whole on one worker (its module
+# fixtures built once). PYTEST_WORKERS=0 runs it in this process.
+PYTEST_WORKERS ?= 2
 pytest: venv
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=12
 
 # The car sketch built for the host (SITL): `stigmesh world --firmware sitl` and the
 # tests that run every virtual car as the sketch itself need it.
