@@ -26,12 +26,12 @@ is then disputed, and its claims carry the disagreement in their covariance unti
 witness agrees with one (:meth:`Vetting.weigh`). A resend that is not fused (no new
 measurement) disputes the peer the same way (:meth:`Vetting.contest`): a claim fused
 before the agent had a track of its own, then coasted, is checked again once the agent
-sees the target. Evidence is also sought: while no own
-detection can settle a dispute, :meth:`Vetting.to_verify` names the disputed claim's
-place for the navigator to look at, so the own views confront its next claims. When a
-check turns a peer distrusted, what the core's track took from it cannot be taken out:
-the core starts its track over from the witness (:meth:`Vetting.rebuild`).
-Deterministic, like the core: no clock reads, ordered iteration only.
+sees the target. Evidence is also sought: while no own detection can settle a dispute,
+:meth:`Vetting.to_verify` names the disputed claim's place for the navigator to look
+at, so the own views confront its next claims. When a check turns a peer distrusted,
+what the core's track took from it cannot be taken out: the core starts its track over
+from the witness (:meth:`Vetting.rebuild`). Deterministic, like the core: no clock
+reads, ordered iteration only.
 """
 
 from __future__ import annotations
@@ -119,13 +119,17 @@ class Vetting:
 
     def tick(self, now: float) -> None:
         """The witness is forgotten ``track_timeout`` after the newest own detection; a
-        disputed claim no longer resent is forgotten after ``view_horizon``."""
+        disputed claim no longer resent is forgotten after ``view_horizon``, a fusable
+        claim's time once :meth:`to_verify` no longer asks for it."""
         if self.witness.initialised and (
                 now - self._last_detection_at > self.config.track_timeout):
             self.witness.reset()
         horizon = self.config.reputation.view_horizon
         for peer in [k for k, (_, t, _) in self._contested.items() if now - t > horizon]:
             del self._contested[peer]
+        max_age = self.config.reputation.witness_max_age
+        for peer in [k for k, at in self._weighed_at.items() if now - at > max_age]:
+            del self._weighed_at[peer]
 
     def to_verify(self, now: float) -> tuple[float, float] | None:
         """Where the own camera should look: the newest disputed claim of a peer still
