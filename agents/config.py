@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from agents.belief import FusionRule, GridParams, ReputationParams, TrackParams
+from agents.belief.deposit import CAMERA_FOV, CAMERA_RANGE, inscribed_distance
 from agents.belief.search import SearchParams
 from agents.drive_model import DriveModel
 from agents.localization import LocalizerParams
@@ -71,9 +72,15 @@ class Rates:
 class Sensing:
     """What the camera sees: used for the footprint of negative evidence."""
 
-    range: float = 3.0
-    fov: float = math.radians(62.0)
+    range: float = CAMERA_RANGE
+    fov: float = CAMERA_FOV
     min_range: float = 0.15
+
+    @property
+    def view_distance(self) -> float:
+        """m: where the largest disc fits in the camera's view (:func:`inscribed_distance`):
+        the distance at which the robot holds a target or looks at a place."""
+        return inscribed_distance(self.range, self.fov)
 
 
 @dataclass(frozen=True)

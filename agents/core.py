@@ -84,7 +84,8 @@ class AgentCore:
         self.reputation = ReputationTable(c.reputation)
         self.localizer = PoseEKF(c.landmarks, drive=c.drive, params=c.localizer, t0=t0)
         self.navigator = Navigator(
-            drive=c.drive, params=c.nav, tags=[c.landmarks[k] for k in sorted(c.landmarks)]
+            drive=c.drive, params=c.nav, tags=[c.landmarks[k] for k in sorted(c.landmarks)],
+            view_distance=c.sensing.view_distance,
         )
         self.peers = PeerTable(c.peer_limits)
         self.limits = c.claim_limits

@@ -15,8 +15,12 @@ decision rate (10 Hz): a desired (v, omega), the wheel duties the
   the straight line to it keeps the planner's clearance, straight at it, facing it all
   the way (a path's waypoint turns the camera away from the place by up to 45°).
 - **PURSUE** (pose and a confident track): head for the track's position
-  predicted ``pursue_lookahead`` seconds ahead, hold ``standoff`` metres from
-  it and face it so the camera keeps it in view.
+  predicted ``pursue_lookahead`` seconds ahead, hold the standoff from
+  it and face it so the camera keeps it in view. The standoff is, unless
+  ``NavParams.standoff`` says otherwise, the camera's *view distance*: where the
+  largest disc fits in its view (:func:`~agents.belief.deposit.inscribed_distance`,
+  1.98 m for a 3 m, 62° camera), so a target's uncertainty and motion stay in view,
+  and a claimed place's whole disc can be seen empty.
 - **SEARCH on the search map** (otherwise, when the agent keeps one,
   :class:`SearchView`): the goal is a *viewpoint* (x, y, θ), chosen for the
   probability of the target its camera would cover from there (the footprint's
@@ -46,7 +50,7 @@ areas; they spread because the variance they share says where has been seen.
 Deterministic: no random numbers; the same sequence of inputs gives the same
 decisions bit for bit.
 
-Why one module of ~610 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
+Why one module of ~630 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
 steer, brake) over one set of inputs and one goal, and its input and output types with
 their checks (~170 lines) stand beside it. Its parts with their own state are apart: the
 relocation of a lost robot (:mod:`agents.relocation`), the path planner and its graphs
@@ -64,6 +68,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.ndimage import uniform_filter
 
+from agents.belief.deposit import CAMERA_FOV, CAMERA_RANGE, inscribed_distance
 from agents.checks import finite, require
 from agents.drive_model import DriveModel
 from agents.planning import Paths, WindowPlanner, cell_of
@@ -169,7 +174,11 @@ class NavParams:
     """omega = heading_gain · heading error, clipped to omega_max."""
     turn_in_place_angle: float = math.radians(50.0)
     """Heading errors beyond this turn on the spot first."""
-    standoff: float = 0.8
+    standoff: float | None = None
+    """How far (m) the robot holds from a target or a place to verify, facing it. None: the
+    camera's view distance, given by the core (the default camera's without one). It was
+    0.8 m, where a target crossing the view at 1 m/s left it sideways within half a second
+    (90 % of the time a track was lost, waypoints) and a claim's disc never fit in it."""
     standoff_tolerance: float = 0.05
     distance_gain: float = 0.8
     """Pursuit speed per metre of distance error, 1/s."""
@@ -218,7 +227,7 @@ class NavParams:
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
-            if name == "footprint_cells":
+            if name == "footprint_cells" or (name == "standoff" and value is None):
                 continue
             require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0")
         for name in ("v_max", "omega_max", "robot_radius", "period", "brake_gain"):
@@ -265,11 +274,20 @@ class Navigator:
         drive: DriveModel | None = None,
         params: NavParams | None = None,
         tags: Sequence[tuple[float, float]] = (),
+        view_distance: float | None = None,
     ) -> None:
-        """``tags``: where the mapped tags are (x, y), which a lost robot creeps towards."""
+        """``tags``: where the mapped tags are (x, y), which a lost robot creeps towards;
+        ``view_distance``: the camera's (m; None: the default camera's), the standoff unless
+        ``params.standoff`` is set."""
         self.drive = drive if drive is not None else DriveModel()
         self.params = params if params is not None else NavParams()
         p = self.params
+        if view_distance is None:
+            view_distance = inscribed_distance(CAMERA_RANGE, CAMERA_FOV)
+        require(math.isfinite(view_distance) and view_distance > 0.0,
+                "view_distance must be finite and > 0")
+        self.standoff = p.standoff if p.standoff is not None else view_distance
+        """m: how far from a target or a place to verify the robot holds."""
         self.relocation = Relocation(
             tags, turn_rate=p.search_turn_rate, turn_margin=p.relocate_turn_margin,
             creep_speed=p.creep_speed, creep_time=p.creep_time,
@@ -337,7 +355,7 @@ class Navigator:
         x, y, _ = scene.pose
         tx, ty = at
         dist = math.hypot(tx - x, ty - y)
-        err = dist - p.standoff
+        err = dist - self.standoff
         if abs(err) <= p.standoff_tolerance:
             v = 0.0
         else:

@@ -11,6 +11,16 @@ import numpy.typing as npt
 
 from agents.belief.lattice import FloatArray
 
+CAMERA_RANGE = 3.0  # m: the default camera's range (agents.config.Sensing) ...
+CAMERA_FOV = math.radians(62.0)  # ... and its horizontal field of view
+
+
+def inscribed_distance(range_: float, fov: float) -> float:
+    """How far along a view sector's axis the largest disc inside it has its centre (m):
+    the circle inscribed in the sector touches both edges and the far arc, at
+    ``range / (1 + sin(fov / 2))`` (1.98 m for 3 m and 62°; half the range from 180°)."""
+    return range_ / (1.0 + math.sin(min(0.5 * fov, 0.5 * math.pi)))
+
 
 @dataclass(frozen=True)
 class Footprint:

@@ -125,7 +125,7 @@ def test_pursuit_closes_to_standoff_and_faces_the_target(target: tuple[float, fl
         )
     )
     print(f"\npursuit of {target}: final distance {dist:.3f} m, bearing {facing:.1f} deg")
-    assert abs(dist - nav.params.standoff) <= nav.params.standoff_tolerance + 0.05
+    assert abs(dist - nav.standoff) <= nav.params.standoff_tolerance + 0.05
     assert facing < 10.0
 
 
@@ -144,7 +144,7 @@ def test_verify_looks_at_the_place_before_pursuing_a_track() -> None:
         pose = step(pose, d)
     dist = math.hypot(place[0] - pose[0], place[1] - pose[1])
     bearing = math.atan2(place[1] - pose[1], place[0] - pose[0]) - pose[2]
-    assert abs(dist - nav.params.standoff) <= nav.params.standoff_tolerance + 0.05
+    assert abs(dist - nav.standoff) <= nav.params.standoff_tolerance + 0.05
     assert abs(math.degrees(math.remainder(bearing, math.tau))) < 10.0
     d = nav.decide(30.0, pose=pose, belief=world.window(*pose[:2]), track=track, others=[],
                    room=BOX_ROOM)
@@ -169,7 +169,7 @@ def test_verify_in_the_clear_keeps_the_place_ahead_of_the_camera() -> None:
         bearing = math.atan2(place[1] - pose[1], place[0] - pose[0]) - pose[2]
         worst = max(worst, abs(math.degrees(math.remainder(bearing, math.tau))))
     assert worst < 5.0, f"the place was {worst:.1f} degrees off the camera's axis"
-    assert abs(math.dist(pose[:2], place) - nav.params.standoff) < 0.1
+    assert abs(math.dist(pose[:2], place) - nav.standoff) < 0.1
     assert not nav._straight_clear(BOX_ROOM, (1.0, 1.0), (3.5, 3.5), 2.7)  # the test above's
 
 
@@ -195,7 +195,7 @@ def test_pursuit_of_a_moving_target_keeps_the_standoff() -> None:
         f"\nmoving pursuit: distance mean {np.mean(dists):.2f} m, "
         f"range {min(dists):.2f}-{max(dists):.2f}"
     )
-    assert abs(float(np.mean(dists)) - nav.params.standoff) < 0.25
+    assert abs(float(np.mean(dists)) - nav.standoff) < 0.25
     assert min(dists) > 0.4
 
 
@@ -441,3 +441,13 @@ def test_inputs_are_validated() -> None:
         TrackView(math.nan, 0.0, 0.0, 0.0, 0.0, True)
     with pytest.raises(ValueError):
         NavParams(brake_gain=20.0)
+
+
+def test_the_standoff_is_the_cameras_view_distance_unless_set() -> None:
+    assert Navigator().standoff == pytest.approx(3.0 / (1 + math.sin(math.radians(31.0))))
+    assert Navigator(view_distance=1.5).standoff == 1.5  # the core passes its camera's
+    assert Navigator(params=NavParams(standoff=0.8), view_distance=1.5).standoff == 0.8
+    with pytest.raises(ValueError):
+        NavParams(standoff=-0.8)
+    with pytest.raises(ValueError):
+        Navigator(view_distance=math.nan)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from agents.belief.constraints import FreeSpace
-from agents.belief.deposit import Footprint
+from agents.belief.deposit import Footprint, inscribed_distance
 from agents.belief.views import View, ViewHistory
 
 # A camera at (0, 0) looking along +x: 3 m range, 62° field of view.
@@ -74,3 +75,20 @@ def test_the_history_keeps_its_horizon_in_time_order() -> None:
     assert len(h) == 17  # 2.0 s back from the newest, 3.875 s
     h.add(_view(3.8))  # a frame that arrives late keeps its place
     assert len(h) == 18
+
+
+def test_the_largest_disc_a_view_holds_is_centred_at_the_inscribed_distance() -> None:
+    """A view with no pose error holds a disc of radius r = d·sin(fov/2) at d =
+    range / (1 + sin(fov/2)), touching both edges and the far arc; nearer or farther, or any
+    larger, it does not (the navigator holds targets and places to verify at d)."""
+    d = inscribed_distance(EAST.range, EAST.fov)
+    r = d * math.sin(EAST.fov / 2)
+    assert d == pytest.approx(3.0 / (1 + math.sin(math.radians(31.0))))
+    assert d + r == pytest.approx(EAST.range)
+    exact = View(0.0, EAST, 0.0, 0.0, None)
+    assert exact.covers(d, 0.0, 0.999 * r, None)
+    assert not exact.covers(d, 0.0, 1.01 * r, None)
+    for off in (-0.2, 0.2):
+        assert not exact.covers(d + off, 0.0, 0.999 * r, None)
+    assert inscribed_distance(3.0, math.pi) == pytest.approx(1.5)
+    assert inscribed_distance(3.0, 2 * math.pi) == pytest.approx(1.5)
