@@ -11,12 +11,12 @@ decision rate (10 Hz): a desired (v, omega), the wheel duties the
   (:mod:`agents.relocation`).
 - **VERIFY** (pose and a place to verify: a peer's disputed claim that no own
   detection can settle, :meth:`agents.vetting.Vetting.to_verify`): approach the place
-  as PURSUE approaches a track, so the camera sees whether the target is there; when
-  the straight line to it keeps the planner's clearance, straight at it, facing it all
-  the way (a path's waypoint turns the camera away from the place by up to 45°).
+  as PURSUE approaches a track, so the camera sees whether the target is there.
 - **PURSUE** (pose and a confident track): head for the track's position
   predicted ``pursue_lookahead`` seconds ahead, hold the standoff from
-  it and face it so the camera keeps it in view. The standoff is, unless
+  it and face it so the camera keeps it in view: straight at it, facing it all the
+  way, while the straight line keeps the planner's clearance, along the planner's path
+  otherwise (a path's waypoint turns the camera away by up to 45°). The standoff is, unless
   ``NavParams.standoff`` says otherwise, the camera's *view distance*: where the
   largest disc fits in its view (:func:`~agents.belief.deposit.inscribed_distance`,
   1.98 m for a 3 m, 62° camera), so a target's uncertainty and motion stay in view,
@@ -350,7 +350,7 @@ class Navigator:
 
     def _approach(self, now: float, scene: _Scene, at: tuple[float, float],
                   mode: NavMode) -> NavDecision:
-        """Hold ``standoff`` from ``at``, facing it (around obstacles when far)."""
+        """Hold the standoff from ``at``, facing it (around an obstacle on the way)."""
         p = self.params
         x, y, _ = scene.pose
         tx, ty = at
@@ -361,12 +361,10 @@ class Navigator:
         else:
             v = min(max(p.distance_gain * err, -p.v_back), p.v_max)
         aim = (tx, ty)
-        if err > 0.5 and not (mode is NavMode.VERIFY
-                              and self._straight_clear(scene.room, (x, y), (tx, ty), err)):
-            # Far: follow the path around obstacles; close: look straight at the target.
-            # A place to verify is looked at from afar too when nothing stands in the way.
-            # PURSUE keeps the path: straight at a track, the camera swept less of the room
-            # on the way and a lie was refuted later (liar_only, 8 seeds).
+        if err > 0.5 and not self._straight_clear(scene.room, (x, y), (tx, ty), err):
+            # Far with a wall or obstacle on the straight line: follow the path around it;
+            # otherwise look straight at the target (a path's waypoint turns the camera
+            # away from it by up to 45 degrees).
             route = self.planner.route(scene.belief.xs, scene.belief.ys, scene.room,
                                        start=(x, y), target=(tx, ty))
             if route is not None:

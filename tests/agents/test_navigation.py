@@ -151,20 +151,23 @@ def test_verify_looks_at_the_place_before_pursuing_a_track() -> None:
     assert d.mode is NavMode.PURSUE  # nothing to verify: the track again
 
 
-def test_verify_in_the_clear_keeps_the_place_ahead_of_the_camera() -> None:
-    """With nothing on the straight line the robot drives straight at the place to verify,
-    facing it all the way (a grid path's waypoint turned the camera, ±31 degrees, away from
-    it by up to 45 degrees). With a box on the line it goes around (the test above)."""
+@pytest.mark.parametrize("mode", [NavMode.VERIFY, NavMode.PURSUE])
+def test_in_the_clear_the_place_or_target_stays_ahead_of_the_camera(mode: NavMode) -> None:
+    """With nothing on the straight line the robot drives straight at a place to verify or
+    a target, facing it all the way (a grid path's waypoint turned the camera, ±31 degrees,
+    away from it by up to 45 degrees). With a box on the line it goes around (the test above)."""
     nav, room = Navigator(), EMPTY_ROOM
     world = World(mu=0.0, var=0.2)
     place = (4.2, 2.4)  # 25 degrees off the grid's axes from the start
     pose = (0.6, 0.7, math.atan2(place[1] - 0.7, place[0] - 0.6))
     assert nav._straight_clear(room, pose[:2], place, math.dist(pose[:2], place))
     worst = 0.0
+    verify = place if mode is NavMode.VERIFY else None
     for k in range(120):
-        d = nav.decide(0.1 * k, pose=pose, belief=world.window(*pose[:2]), track=None,
-                       others=[], room=room, verify=place)
-        assert d.mode is NavMode.VERIFY
+        track = None if verify else TrackView(*place, 0.0, 0.0, 0.1 * k, True)
+        d = nav.decide(0.1 * k, pose=pose, belief=world.window(*pose[:2]), track=track,
+                       others=[], room=room, verify=verify)
+        assert d.mode is mode
         pose = step(pose, d)
         bearing = math.atan2(place[1] - pose[1], place[0] - pose[0]) - pose[2]
         worst = max(worst, abs(math.degrees(math.remainder(bearing, math.tau))))
