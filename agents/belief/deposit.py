@@ -18,7 +18,8 @@ CAMERA_FOV = math.radians(62.0)  # ... and its horizontal field of view
 def inscribed_distance(range_: float, fov: float) -> float:
     """How far along a view sector's axis the largest disc inside it has its centre (m):
     the circle inscribed in the sector touches both edges and the far arc, at
-    ``range / (1 + sin(fov / 2))`` (1.98 m for 3 m and 62°; half the range from 180°)."""
+    ``range / (1 + sin(fov / 2))`` (1.98 m for 3 m and 62°). A sector of 180° or more is
+    taken as 180° (half the range): a camera's is narrower."""
     return range_ / (1.0 + math.sin(min(0.5 * fov, 0.5 * math.pi)))
 
 

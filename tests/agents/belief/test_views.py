@@ -91,4 +91,4 @@ def test_the_largest_disc_a_view_holds_is_centred_at_the_inscribed_distance() ->
     for off in (-0.2, 0.2):
         assert not exact.covers(d + off, 0.0, 0.999 * r, None)
     assert inscribed_distance(3.0, math.pi) == pytest.approx(1.5)
-    assert inscribed_distance(3.0, 2 * math.pi) == pytest.approx(1.5)
+    assert inscribed_distance(3.0, 2 * math.pi) == pytest.approx(1.5)  # taken as 180 degrees
