@@ -50,7 +50,7 @@ areas; they spread because the variance they share says where has been seen.
 Deterministic: no random numbers; the same sequence of inputs gives the same
 decisions bit for bit.
 
-Why one module of ~630 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
+Why one module of ~615 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
 steer, brake) over one set of inputs and one goal, and its input and output types with
 their checks (~170 lines) stand beside it. Its parts with their own state are apart: the
 relocation of a lost robot (:mod:`agents.relocation`), the path planner and its graphs
@@ -177,8 +177,9 @@ class NavParams:
     standoff: float | None = None
     """How far (m) the robot holds from a target or a place to verify, facing it. None: the
     camera's view distance, given by the core (the default camera's without one). It was
-    0.8 m, where a target crossing the view at 1 m/s left it sideways within half a second
-    (90 % of the time a track was lost, waypoints) and a claim's disc never fit in it."""
+    0.8 m: there the view is 0.96 m wide, which a target crossing it at 1 m/s leaves within
+    half a second (90 % of the lost-track time on waypoints), and it holds no disc over
+    0.41 m in radius, less than a claim's (0.4-0.6 m), so a lie could not be seen empty."""
     standoff_tolerance: float = 0.05
     distance_gain: float = 0.8
     """Pursuit speed per metre of distance error, 1/s."""
@@ -361,7 +362,7 @@ class Navigator:
         else:
             v = min(max(p.distance_gain * err, -p.v_back), p.v_max)
         aim = (tx, ty)
-        if err > 0.5 and not self._straight_clear(scene.room, (x, y), (tx, ty), err):
+        if err > 0.5 and not self.planner.straight_clear(scene.room, (x, y), (tx, ty), err):
             # Far with a wall or obstacle on the straight line: follow the path around it;
             # otherwise look straight at the target (a path's waypoint turns the camera
             # away from it by up to 45 degrees).
@@ -372,19 +373,6 @@ class Navigator:
         heading = math.atan2(aim[1] - y, aim[0] - x)
         v, omega = self._steer(scene, heading, v, repel=err > 0.0)
         return self._emit(now, mode, v, omega, goal=(tx, ty))
-
-    def _straight_clear(self, room: Room, start: tuple[float, float],
-                        at: tuple[float, float], length: float) -> bool:
-        """Whether the first ``length`` metres of the straight line from ``start`` towards
-        ``at`` keep the planner's clearance from every wall and obstacle (the robot's own
-        first 0.1 m excepted: it may stand closer than that already)."""
-        d = math.hypot(at[0] - start[0], at[1] - start[1])
-        if d <= 0.0 or length <= 0.1:
-            return True
-        s = np.arange(0.1, min(length, d) + 1e-9, 0.05)
-        ux, uy = (at[0] - start[0]) / d, (at[1] - start[1]) / d
-        gap = room.surface_distance(start[0] + s * ux, start[1] + s * uy)
-        return bool(np.all(gap >= self.planner.keep_out))
 
     def _search(self, now: float, scene: _Scene) -> NavDecision:
         p = self.params

@@ -136,6 +136,19 @@ class WindowPlanner:
                 return None
         return self.waypoint(xs, ys, pred=pred, dist=dist, source=source, goal_index=k)
 
+    def straight_clear(self, room: Room, start: tuple[float, float],
+                       at: tuple[float, float], length: float) -> bool:
+        """Whether the first ``length`` metres of the straight line from ``start`` towards
+        ``at`` keep ``keep_out`` from every wall and obstacle (the robot's own first 0.1 m
+        excepted: it may stand closer than that already). Sampled every 0.05 m."""
+        d = math.hypot(at[0] - start[0], at[1] - start[1])
+        if d <= 0.0 or length <= 0.1:
+            return True
+        s = np.arange(0.1, min(length, d) + 1e-9, 0.05)
+        ux, uy = (at[0] - start[0]) / d, (at[1] - start[1]) / d
+        gap = room.surface_distance(start[0] + s * ux, start[1] + s * uy)
+        return bool(np.all(gap >= self.keep_out))
+
     def _graph_for(self, xs: FloatArray, ys: FloatArray, room: Room) -> _Graph:
         c = float(xs[1] - xs[0])
         key = (float(xs[0]), float(ys[0]), c, xs.size, ys.size, room)

@@ -160,7 +160,7 @@ def test_in_the_clear_the_place_or_target_stays_ahead_of_the_camera(mode: NavMod
     world = World(mu=0.0, var=0.2)
     place = (4.2, 2.4)  # 25 degrees off the grid's axes from the start
     pose = (0.6, 0.7, math.atan2(place[1] - 0.7, place[0] - 0.6))
-    assert nav._straight_clear(room, pose[:2], place, math.dist(pose[:2], place))
+    assert nav.planner.straight_clear(room, pose[:2], place, math.dist(pose[:2], place))
     worst = 0.0
     verify = place if mode is NavMode.VERIFY else None
     for k in range(120):
@@ -173,7 +173,7 @@ def test_in_the_clear_the_place_or_target_stays_ahead_of_the_camera(mode: NavMod
         worst = max(worst, abs(math.degrees(math.remainder(bearing, math.tau))))
     assert worst < 5.0, f"the place was {worst:.1f} degrees off the camera's axis"
     assert abs(math.dist(pose[:2], place) - nav.standoff) < 0.1
-    assert not nav._straight_clear(BOX_ROOM, (1.0, 1.0), (3.5, 3.5), 2.7)  # the test above's
+    assert not nav.planner.straight_clear(BOX_ROOM, (1.0, 1.0), (3.5, 3.5), 2.7)  # the test above's
 
 
 def test_pursuit_of_a_moving_target_keeps_the_standoff() -> None:
