@@ -27,8 +27,14 @@ a collision) stays unmodelled.
 normalised innovation squared (NIS); a pose fix is gated at χ²(3) = 11.34.
 
 **Refusing rather than guessing.** There is no pose until a pose fix arrives
-or one batch holds at least two sightings of mapped tags whose least-squares
-solution passes its residual gate and is unique (:func:`solve_pose_from_tags`).
+or sightings of at least two mapped tags have a least-squares solution that
+passes its residual gate and is unique (:func:`solve_pose_from_tags`): in one
+batch, or one tag at a time while the robot turns. For the latter the filter
+dead-reckons from the first sighting without a pose (a *local frame*: the same
+state, flagged, never reported as a pose) and solves for the pose that explains
+the latest sighting of each tag, each taken from its dead-reckoned offset; the
+frame is dropped once its own uncertainty passes ``init_max_position_trace`` or
+``max_heading_var`` (a solution from it would be refused).
 The pose is *lost* again (``has_pose`` false, ``lost_reason`` set, counted in
 ``counters``) when:
 
@@ -76,7 +82,9 @@ from agents.pose_geometry import (
     OK,
     TOO_FEW_TAGS,
     TOO_UNCERTAIN,
+    Offset,
     PoseSolution,
+    compose,
     motion_step,
     range_bearing,
     solve_pose_from_tags,
@@ -104,6 +112,7 @@ COVARIANCE_EXCEEDED = "covariance_exceeded"
 INCONSISTENT_TAGS = "inconsistent_tags"
 TAGS_IN_FIX = "tags_in_fix"
 EMPTY = "empty"
+TURN_FRAME_EXPIRED = "turn_frame_expired"
 
 
 
@@ -285,6 +294,8 @@ class PoseEKF:
         self._history: list[_Segment] = []
         self._held: _Inputs | None = None
         self._rate_psd: float | None = None
+        self._local = False  # _x, _P: dead reckoning from the first sighting without a pose
+        self._turn: dict[int, tuple[Offset, TagSighting]] = {}
 
     # ---------------------------------------------------------------- state
 
@@ -295,19 +306,19 @@ class PoseEKF:
 
     @property
     def has_pose(self) -> bool:
-        return self._x is not None
+        return self._x is not None and not self._local
 
     @property
     def pose(self) -> tuple[float, float, float] | None:
         """(x, y, theta), or None while there is no pose."""
-        if self._x is None:
+        if self._x is None or self._local:
             return None
         return float(self._x[0]), float(self._x[1]), float(self._x[2])
 
     @property
     def cov(self) -> FloatArray | None:
         """A copy of the 3x3 covariance, or None while there is no pose."""
-        return None if self._P is None else self._P.copy()
+        return None if self._P is None or self._local else self._P.copy()
 
     def set_pose(self, x: float, y: float, theta: float, cov: npt.ArrayLike) -> None:
         """Impose a known pose at the filter's time (tests, a surveyed start)."""
@@ -316,17 +327,25 @@ class PoseEKF:
 
     def _set(self, x: FloatArray, P: FloatArray) -> None:
         self._x, self._P = x, P
+        self._local = False
+        self._turn.clear()
         self.lost_reason = OK
         self._consecutive_rejections = 0
         self._t_last_update = self._t
 
     def lose_pose(self, reason: str) -> None:
         """Forget the pose (``has_pose`` false) with a named, counted reason."""
-        if self._x is None:
+        if not self.has_pose:
             return
-        self._x, self._P = None, None
         self.lost_reason = reason
         self.counters.count(f"pose_lost_{reason}")
+        self._forget()
+
+    def _forget(self) -> None:
+        """No state, now or in the history (a rewind must not bring it back)."""
+        self._x, self._P = None, None
+        self._local = False
+        self._turn.clear()
         for seg in self._history:
             seg.x0, seg.P0 = None, None
 
@@ -334,6 +353,14 @@ class PoseEKF:
         if self._P is None:
             return
         p = self.params
+        if self._local:
+            if (
+                float(self._P[0, 0] + self._P[1, 1]) > p.init_max_position_trace
+                or float(self._P[2, 2]) > p.max_heading_var
+            ):
+                self.counters.count(TURN_FRAME_EXPIRED)
+                self._forget()
+            return
         if (
             float(self._P[0, 0] + self._P[1, 1]) > p.max_position_trace
             or float(self._P[2, 2]) > p.max_heading_var
@@ -470,7 +497,7 @@ class PoseEKF:
 
     def update_tag(self, landmark_xy: tuple[float, float], sighting: TagSighting) -> UpdateResult:
         """Range-bearing update at the filter's time, gated at ``params.tag_gate``."""
-        if self._x is None or self._P is None:
+        if self._x is None or self._P is None or self._local:
             self.counters.count(NO_POSE)
             return UpdateResult(False, NO_POSE)
         try:
@@ -498,7 +525,7 @@ class PoseEKF:
         its position trace exceeds ``init_max_position_trace`` (``too_uncertain``).
         Gated fixes count towards ``max_consecutive_rejections`` like tags.
         """
-        if self._x is None:
+        if self._x is None or self._local:
             if float(fix.cov[0, 0] + fix.cov[1, 1]) > self.params.init_max_position_trace:
                 self.counters.count(f"init_{TOO_UNCERTAIN}")
                 return UpdateResult(False, TOO_UNCERTAIN)
@@ -546,6 +573,39 @@ class PoseEKF:
         else:
             self.counters.count(f"init_{sol.reason}")
         return sol
+
+    def _initialize_while_turning(self, sightings: Sequence[TagSighting]) -> bool:
+        """Add mapped sightings to the local frame (started here if there is none) and solve
+        for the pose from the latest sighting of each tag; True when that sets the pose."""
+        if self._x is None or self._P is None:
+            self._x, self._P, self._local = np.zeros(3), np.zeros((3, 3)), True
+            self._turn.clear()
+            self._t_last_update = self._t  # nothing rewinds to before the frame began
+        here = Offset(self._x.copy(), self._P.copy())
+        for s in sightings:
+            self._turn[s.tag_id] = (here, s)
+        if len(self._turn) < 2:
+            self.counters.count(f"init_{TOO_FEW_TAGS}")
+            return False
+        ids = sorted(self._turn)
+        sol = solve_pose_from_tags(
+            [(self.landmarks[i], self._turn[i][1]) for i in ids],
+            self.params.camera_forward,
+            self.params.init_quantile,
+            self.params.init_max_position_trace,
+            offsets=[self._turn[i][0] for i in ids],
+        )
+        if not (sol.ok and sol.pose is not None and sol.cov is not None):
+            self.counters.count(f"init_turning_{sol.reason}")
+            return False
+        x, J_origin, J_here = compose(sol.pose, self._x)
+        P = J_origin @ sol.cov @ J_origin.T + J_here @ self._P @ J_here.T
+        P = 0.5 * (P + P.T)
+        if float(P[0, 0] + P[1, 1]) > self.params.init_max_position_trace:
+            self.counters.count(f"init_turning_{TOO_UNCERTAIN}")
+            return False
+        self._set(x, P)
+        return True
 
     # ---------------------------------------------------------------- time-aware entry
 
@@ -596,8 +656,9 @@ class PoseEKF:
         batch's tags are not applied again (counted as ``tags_in_fix``), since
         they are what the fix was computed from. Unknown tag ids are ignored
         and counted. Without a pose, two or more mapped tags are solved for an
-        initial pose. The result carries the target's :class:`Detection` when
-        the batch has a target sighting and there is a pose at capture time.
+        initial pose, in this batch or across the turn frame's. The result
+        carries the target's :class:`Detection` when the batch has a target
+        sighting and there is a pose at capture time.
         """
         if batch.pose_fix is None and not batch.tags and batch.target is None:
             return BatchResult(False, EMPTY)
@@ -607,7 +668,7 @@ class PoseEKF:
             return BatchResult(False, reason)
         changes_state = batch.pose_fix is not None or bool(batch.tags)
         replay = self._rewind(t) if changes_state and t < self._t else []
-        had_pose = self._x is not None
+        had_pose = self.has_pose
         initialized = False
         tag_results: list[tuple[int, UpdateResult]] = []
         fix_result: UpdateResult | None = None
@@ -625,8 +686,8 @@ class PoseEKF:
         elif not had_pose:
             if len(known) >= 2:
                 initialized = self.initialize_from_tags(known).ok
-            elif known:
-                self.counters.count(f"init_{TOO_FEW_TAGS}")
+            if known and not initialized:
+                initialized = self._initialize_while_turning(known)
         else:
             for s in known:
                 if self._x is None:
@@ -653,7 +714,12 @@ class PoseEKF:
         None when there is no pose at that time, when ``t`` is older than the
         history or later than the filter time plus ``order_tolerance``.
         """
-        if self._x is None or self._P is None or t > self._t + self.params.order_tolerance:
+        if (
+            self._x is None
+            or self._P is None
+            or self._local
+            or t > self._t + self.params.order_tolerance
+        ):
             return None
         if t >= self._t:
             return self._x.copy(), self._P.copy()

@@ -68,6 +68,22 @@ def motion_step(
     return new, F, G
 
 
+def compose(
+    state: FloatArray, offset: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``state ⊕ offset`` (a pose given in ``state``'s own frame), ∂/∂state and ∂/∂offset."""
+    th = float(state[2])
+    c, s = math.cos(th), math.sin(th)
+    dx, dy = float(offset[0]), float(offset[1])
+    pose = np.array(
+        [state[0] + c * dx - s * dy, state[1] + s * dx + c * dy, wrap_angle(th + offset[2])]
+    )
+    J_state = np.array([[1.0, 0.0, -s * dx - c * dy], [0.0, 1.0, c * dx - s * dy],
+                        [0.0, 0.0, 1.0]])
+    J_offset = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    return pose, J_state, J_offset
+
+
 def range_bearing(
     state: FloatArray, landmark: tuple[float, float], camera_forward: float = 0.0
 ) -> tuple[FloatArray, FloatArray]:
@@ -130,17 +146,41 @@ def _residuals(
     state: FloatArray,
     observations: Sequence[tuple[tuple[float, float], TagSighting]],
     camera_forward: float,
+    offsets: Sequence[Offset] | None = None,
 ) -> tuple[FloatArray, FloatArray]:
-    """Whitened residuals (measured - predicted) and whitened Jacobian of the predictions."""
+    """Whitened residuals (measured - predicted) and whitened Jacobian of the predictions.
+
+    With ``offsets``, sighting k was taken from ``state ⊕ offsets[k].pose``; the offset's
+    covariance joins the sensor noise before whitening.
+    """
     res = np.empty(2 * len(observations))
     jac = np.empty((2 * len(observations), 3))
     for k, (lm, s) in enumerate(observations):
-        z, H = range_bearing(state, lm, camera_forward)
-        res[2 * k] = (s.range - z[0]) / s.sigma_range
-        res[2 * k + 1] = wrap_angle(s.bearing - z[1]) / s.sigma_bearing
-        jac[2 * k] = H[0] / s.sigma_range
-        jac[2 * k + 1] = H[1] / s.sigma_bearing
+        if offsets is None:
+            z, H = range_bearing(state, lm, camera_forward)
+            res[2 * k] = (s.range - z[0]) / s.sigma_range
+            res[2 * k + 1] = wrap_angle(s.bearing - z[1]) / s.sigma_bearing
+            jac[2 * k] = H[0] / s.sigma_range
+            jac[2 * k + 1] = H[1] / s.sigma_bearing
+            continue
+        pose, J_state, J_offset = compose(state, offsets[k].pose)
+        z, H = range_bearing(pose, lm, camera_forward)
+        H_offset = H @ J_offset
+        S = s.noise_cov + H_offset @ offsets[k].cov @ H_offset.T
+        W = np.linalg.inv(np.linalg.cholesky(S))
+        nu = np.array([s.range - z[0], wrap_angle(s.bearing - z[1])])
+        res[2 * k : 2 * k + 2] = W @ nu
+        jac[2 * k : 2 * k + 2] = W @ H @ J_state
     return res, jac
+
+
+@dataclass(frozen=True, eq=False)
+class Offset:
+    """Where a sighting was taken from, in the frame of the pose being solved for: a pose
+    (x, y, theta) and its 3x3 covariance (the dead reckoning between the two)."""
+
+    pose: FloatArray
+    cov: FloatArray
 
 
 def solve_pose_from_tags(
@@ -149,6 +189,8 @@ def solve_pose_from_tags(
     quantile: float = 0.99,
     max_position_trace: float = 0.02,
     max_iterations: int = 20,
+    *,
+    offsets: Sequence[Offset] | None = None,
 ) -> PoseSolution:
     """The pose that explains simultaneous sightings of mapped tags, or a refusal.
 
@@ -160,7 +202,13 @@ def solve_pose_from_tags(
     (``residual_gate``), when two distinct ones pass (``ambiguous``), when the
     geometry does not determine the pose (``degenerate``) or when the
     covariance ``(Jᵀ R⁻¹ J)⁻¹`` is too wide (``too_uncertain``).
+
+    ``offsets`` (one per sighting) solve for one pose from sightings taken at others: the
+    k-th from ``pose ⊕ offsets[k].pose``, known to ``offsets[k].cov`` (a robot turning
+    on the spot sees one tag at a time). The candidates then take each bearing's heading
+    less its offset's, and Gauss-Newton works out the rest.
     """
+    require(offsets is None or len(offsets) == len(observations), "one offset per sighting")
     n = len(observations)
     if n < 2:
         return PoseSolution(False, TOO_FEW_TAGS)
@@ -173,7 +221,11 @@ def solve_pose_from_tags(
     for i, j in pairs:
         (li, si), (lj, sj) = observations[i], observations[j]
         for cx, cy in _circle_candidates(li, si.range, lj, sj.range):
-            hs = [math.atan2(lm[1] - cy, lm[0] - cx) - s.bearing for lm, s in ((li, si), (lj, sj))]
+            turn = (0.0, 0.0) if offsets is None else (offsets[i].pose[2], offsets[j].pose[2])
+            hs = [
+                math.atan2(lm[1] - cy, lm[0] - cx) - s.bearing - float(d)
+                for lm, s, d in ((li, si, turn[0]), (lj, sj, turn[1]))
+            ]
             th = math.atan2(sum(math.sin(h) for h in hs), sum(math.cos(h) for h in hs))
             starts.append(np.array([cx - a * math.cos(th), cy - a * math.sin(th), th]))
 
@@ -182,13 +234,13 @@ def solve_pose_from_tags(
         x = start
         try:
             for _ in range(max_iterations):
-                res, jac = _residuals(x, observations, a)
+                res, jac = _residuals(x, observations, a, offsets)
                 step = np.linalg.lstsq(jac, res, rcond=None)[0]
                 x = x + step
                 x[2] = wrap_angle(float(x[2]))
                 if float(np.max(np.abs(step))) < 1e-9:
                     break
-            res, jac = _residuals(x, observations, a)
+            res, jac = _residuals(x, observations, a, offsets)
         except ValueError:
             continue
         chi2 = float(res @ res)

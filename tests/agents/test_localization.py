@@ -9,7 +9,14 @@ import pytest
 from agents.drive_model import DriveModel
 from agents.localization import CHI2_2DOF_99, LocalizerParams, PoseEKF
 from agents.observations import ObservationBatch, PoseFix, TagSighting
-from agents.pose_geometry import range_bearing, solve_pose_from_tags, target_position, wrap_angle
+from agents.pose_geometry import (
+    Offset,
+    compose,
+    range_bearing,
+    solve_pose_from_tags,
+    target_position,
+    wrap_angle,
+)
 
 CHI2_2DOF_95 = 5.991
 CHI2_3DOF_99 = 11.345
@@ -537,6 +544,77 @@ def test_initialisation_ignores_unknown_tags() -> None:
     ekf.update_batch(ObservationBatch(0.0, True, (*known, unknown)))
     assert not ekf.has_pose
     assert ekf.counters["unknown_tag"] == 1
+
+
+def test_solver_with_offsets_finds_the_pose_from_sightings_taken_at_other_headings() -> None:
+    # One tag per frame while turning on the spot: each sighting from pose ⊕ (0, 0, dθ); the
+    # camera, 5 cm ahead of the rotation centre, moves with the turn.
+    pose = np.array([0.5, 0.5, math.radians(10.0)])
+    turns = [0.0, math.radians(70.0), math.radians(140.0)]
+    exact, offsets = [], []
+    for turn in turns:
+        at, _, _ = compose(pose, np.array([0.0, 0.0, turn]))
+        rng = np.random.default_rng(0)
+        tid = next(t for t in TAGS if sight_point(at, TAGS[t], rng, t) is not None)
+        r, b = true_range_bearing(at, TAGS[tid])
+        exact.append((TAGS[tid], TagSighting(tid, r, b, 1e-4, 1e-5)))
+        offsets.append(Offset(np.array([0.0, 0.0, turn]), np.zeros((3, 3))))
+    assert len({s.tag_id for _, s in exact}) >= 2
+    solution = solve_pose_from_tags(exact, CAMERA_FORWARD, offsets=offsets)
+    assert solution.ok and solution.pose is not None
+    assert np.allclose(solution.pose, pose, atol=1e-6)
+    # The same sightings taken as simultaneous explain nothing.
+    assert not solve_pose_from_tags(exact, CAMERA_FORWARD).ok
+
+
+def spin_until_posed(seed: int, rate: float = 2.0, gyro_sd: float = 0.01,
+                     ) -> tuple[PoseEKF, np.ndarray, float]:
+    """A robot turning on the spot near a corner, shown only the first tag of each 10 Hz frame;
+    returns the filter, the true pose and the time when it had a pose (or gave up)."""
+    rng = np.random.default_rng(seed)
+    ekf = PoseEKF(TAGS, params=LocalizerParams(camera_forward=CAMERA_FORWARD))
+    truth = np.array([0.6, 0.7, float(rng.uniform(-math.pi, math.pi))])
+    t = 0.0
+    while not ekf.has_pose and t < 10.0:
+        t = round(t + 0.1, 10)
+        truth[2] = wrap_angle(truth[2] + rate * 0.1)
+        ekf.predict_to(t, -0.8, 0.8, gyro_z=rate + float(rng.normal(0.0, gyro_sd)))
+        seen = sight_tags(truth, rng)[:1]
+        if seen:
+            ekf.update_batch(ObservationBatch(t, True, seen))
+        assert ekf.has_pose or (ekf.pose is None and ekf.cov is None)
+        assert ekf.has_pose or ekf.detection_from_sighting(seen[0], t) is None if seen else True
+    return ekf, truth, t
+
+
+def test_a_robot_turning_on_the_spot_gets_its_pose_from_one_tag_at_a_time() -> None:
+    nees, times = [], []
+    for seed in range(40):
+        ekf, truth, t = spin_until_posed(seed)
+        assert ekf.has_pose, f"seed {seed}: no pose after {t:.1f} s"
+        times.append(t)
+        est = est_of(ekf)
+        e = np.array([truth[0] - est[0], truth[1] - est[1], wrap_angle(truth[2] - est[2])])
+        nees.append(float(e @ np.linalg.solve(cov_of(ekf), e)))
+    # One turn at 2 rad/s takes 3.1 s; the error is explained by the pose's covariance.
+    assert max(times) < 3.2
+    assert float(np.mean(np.array(nees) <= CHI2_3DOF_99)) >= 0.9
+
+
+def test_a_turn_frame_that_grows_too_uncertain_is_dropped() -> None:
+    ekf = PoseEKF(TAGS, params=LocalizerParams(camera_forward=CAMERA_FORWARD))
+    rng = np.random.default_rng(3)
+    pose = np.array([1.0, 4.0, math.radians(135)])
+    ekf.update_batch(ObservationBatch(0.0, True, sight_tags(pose, rng)[:1]))
+    assert not ekf.has_pose
+    t = 0.0
+    while ekf.counters["turn_frame_expired"] == 0 and t < 60.0:
+        t = round(t + 0.1, 10)
+        ekf.predict_to(t, 0.6, 0.6, gyro_z=0.0)
+    assert ekf.counters["turn_frame_expired"] == 1 and not ekf.has_pose
+    # What the dropped frame saw is gone: one more tag starts a new frame, no pose.
+    ekf.update_batch(ObservationBatch(t, True, sight_tags(pose, rng)[1:2]))
+    assert not ekf.has_pose and ekf.counters["init_too_few_tags"] == 2
 
 
 def test_pose_fix_initialises_and_is_gated() -> None:
