@@ -20,7 +20,11 @@ decision rate (10 Hz): a desired (v, omega), the wheel duties the
   ``NavParams.standoff`` says otherwise, the camera's *view distance*: where the
   largest disc fits in its view (:func:`~agents.belief.deposit.inscribed_distance`,
   1.98 m for a 3 m, 62° camera), so a target's uncertainty and motion stay in view,
-  and a claimed place's whole disc can be seen empty.
+  and a claimed place's whole disc can be seen empty. Within ``near_standoff`` of the
+  standoff the robot keeps facing the place: other robots brake it but do not turn it
+  away. When another robot stands on its line to a place to verify, it drives to the
+  nearest viewpoint at the standoff that sees the place past it
+  (:func:`~agents.viewpoint.free_viewpoint`).
 - **SEARCH on the search map** (otherwise, when the agent keeps one,
   :class:`SearchView`): the goal is a *viewpoint* (x, y, θ), chosen for the
   probability of the target its camera would cover from there (the footprint's
@@ -75,6 +79,7 @@ from agents.planning import Paths, WindowPlanner, cell_of
 from agents.pose_geometry import wrap_angle
 from agents.relocation import Relocation
 from agents.room import Room
+from agents.viewpoint import free_viewpoint
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int32]
@@ -181,6 +186,10 @@ class NavParams:
     half a second (90 % of the lost-track time on waypoints), and it holds no disc over
     0.41 m in radius, less than a claim's (0.4-0.6 m), so a lie could not be seen empty."""
     standoff_tolerance: float = 0.05
+    near_standoff: float = 0.5
+    """m: nearer than this beyond the standoff the robot aims straight at the target or place
+    and other robots only brake it (farther, they also bend its heading, and a blocked
+    straight line is driven around)."""
     distance_gain: float = 0.8
     """Pursuit speed per metre of distance error, 1/s."""
     v_back: float = 0.15
@@ -361,8 +370,14 @@ class Navigator:
             v = 0.0
         else:
             v = min(max(p.distance_gain * err, -p.v_back), p.v_max)
+        if mode is NavMode.VERIFY:
+            view = free_viewpoint(at, (x, y), scene.others, scene.room, standoff=self.standoff,
+                                  body=2.0 * p.robot_radius, keep_out=self.planner.keep_out)
+            if view is not None:
+                return self._drive_to_view(now, scene, view, at)
         aim = (tx, ty)
-        if err > 0.5 and not self.planner.straight_clear(scene.room, (x, y), (tx, ty), err):
+        if err > p.near_standoff and not self.planner.straight_clear(scene.room, (x, y), (tx, ty),
+                                                                     err):
             # Far with a wall or obstacle on the straight line: follow the path around it;
             # otherwise look straight at the target (a path's waypoint turns the camera
             # away from it by up to 45 degrees).
@@ -371,8 +386,25 @@ class Navigator:
             if route is not None:
                 aim = route
         heading = math.atan2(aim[1] - y, aim[0] - x)
-        v, omega = self._steer(scene, heading, v, repel=err > 0.0)
+        v, omega = self._steer(scene, heading, v, repel=err > p.near_standoff)
         return self._emit(now, mode, v, omega, goal=(tx, ty))
+
+    def _drive_to_view(self, now: float, scene: _Scene, view: tuple[float, float],
+                       at: tuple[float, float]) -> NavDecision:
+        """VERIFY with another robot in the way: drive to ``view`` (around what is between),
+        whence the place is seen past it."""
+        p = self.params
+        x, y, _ = scene.pose
+        dist = math.hypot(view[0] - x, view[1] - y)
+        aim = view
+        if not self.planner.straight_clear(scene.room, (x, y), view, dist):
+            route = self.planner.route(scene.belief.xs, scene.belief.ys, scene.room,
+                                       start=(x, y), target=view)
+            if route is not None:
+                aim = route
+        heading = math.atan2(aim[1] - y, aim[0] - x)
+        v, omega = self._steer(scene, heading, min(p.distance_gain * dist, p.v_max), repel=True)
+        return self._emit(now, NavMode.VERIFY, v, omega, goal=at)
 
     def _search(self, now: float, scene: _Scene) -> NavDecision:
         p = self.params

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from agents.drive_model import DriveModel
 from agents.navigation import BeliefView, NavDecision, Navigator, NavMode, NavParams, TrackView
 from agents.room import Box, Room
+from agents.viewpoint import view_blocked
 
 CELL = 0.1
 EMPTY_ROOM = Room(5.0, 5.0)
@@ -174,6 +175,54 @@ def test_in_the_clear_the_place_or_target_stays_ahead_of_the_camera(mode: NavMod
     assert worst < 5.0, f"the place was {worst:.1f} degrees off the camera's axis"
     assert abs(math.dist(pose[:2], place) - nav.standoff) < 0.1
     assert not nav.planner.straight_clear(BOX_ROOM, (1.0, 1.0), (3.5, 3.5), 2.7)  # the test above's
+
+
+@pytest.mark.parametrize("mode", [NavMode.VERIFY, NavMode.PURSUE])
+def test_near_the_standoff_a_robot_alongside_brakes_but_does_not_turn_the_camera(
+    mode: NavMode,
+) -> None:
+    """A robot just beyond its standoff with another robot alongside keeps facing the place
+    or target (the repulsion that bends a drive turned it away, half a second of looking
+    elsewhere); only far from the standoff does repulsion bend the heading."""
+    room, world = Room(6.0, 5.0), World(mu=0.0, var=0.2)
+    place = (3.0, 1.0)
+    for beyond, turned in ((0.1, False), (1.0, True)):
+        nav = Navigator()
+        pose = (3.0, 1.0 + nav.standoff + beyond, -math.pi / 2)
+        alongside = (pose[0] + 0.35, pose[1] - 0.1)
+        track = None if mode is NavMode.VERIFY else TrackView(*place, 0.0, 0.0, 0.0, True)
+        d = nav.decide(0.0, pose=pose, belief=world.window(*pose[:2]), track=track,
+                       others=[alongside], room=room,
+                       verify=place if mode is NavMode.VERIFY else None)
+        assert d.mode is mode
+        assert (abs(d.omega) > 0.2) is turned, (beyond, d.omega)
+
+
+def test_a_robot_behind_another_goes_round_it_to_see_the_place() -> None:
+    """Two robots verify one claim from the same side: the one behind does not stay looking
+    at its partner's back, it drives to a viewpoint at the standoff that sees the place past
+    it, and faces the place there."""
+    nav, room = Navigator(), Room(6.0, 5.0)
+    world = World(mu=0.0, var=0.2)
+    place, partner = (3.0, 1.0), (3.0, 2.8)  # the partner holds the standoff, north of it
+    pose = (3.05, 3.4, -math.pi / 2)  # behind the partner, facing the place past it
+    for k in range(150):
+        d = nav.decide(0.1 * k, pose=pose, belief=world.window(*pose[:2]), track=None,
+                       others=[partner], room=room, verify=place)
+        assert d.mode is NavMode.VERIFY and d.goal == place
+        pose = step(pose, d)
+        assert math.dist(pose[:2], partner) > 2 * nav.params.robot_radius
+    bearing = math.atan2(place[1] - pose[1], place[0] - pose[0]) - pose[2]
+    seen_from = pose[:2]
+    assert abs(math.degrees(math.remainder(bearing, math.tau))) < 10.0
+    assert abs(math.dist(seen_from, place) - nav.standoff) < 0.15
+    # The partner is no longer on the line of sight.
+    assert not view_blocked(seen_from, place, [partner], 2 * nav.params.robot_radius)
+    # Without the partner the same start stays on its own line.
+    nav2, pose2 = Navigator(), (3.05, 3.4, -math.pi / 2)
+    d = nav2.decide(0.0, pose=pose2, belief=world.window(*pose2[:2]), track=None, others=[],
+                    room=room, verify=place)
+    assert abs(d.omega) < 0.2
 
 
 def test_pursuit_of_a_moving_target_keeps_the_standoff() -> None:
