@@ -54,11 +54,12 @@ areas; they spread because the variance they share says where has been seen.
 Deterministic: no random numbers; the same sequence of inputs gives the same
 decisions bit for bit.
 
-Why one module of ~615 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
+Why one module of ~650 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
 steer, brake) over one set of inputs and one goal, and its input and output types with
 their checks (~170 lines) stand beside it. Its parts with their own state are apart: the
 relocation of a lost robot (:mod:`agents.relocation`), the path planner and its graphs
-(:mod:`agents.planning`); the room is :mod:`agents.room`.
+(:mod:`agents.planning`), where to look from past another robot
+(:mod:`agents.viewpoint`); the room is :mod:`agents.room`.
 """
 
 from __future__ import annotations
