@@ -376,18 +376,10 @@ class Navigator:
                                   body=2.0 * p.robot_radius, keep_out=self.planner.keep_out)
             if view is not None:
                 return self._drive_to_view(now, scene, view, at)
-        aim = (tx, ty)
-        if err > p.near_standoff and not self.planner.straight_clear(scene.room, (x, y), (tx, ty),
-                                                                     err):
-            # Far with a wall or obstacle on the straight line: follow the path around it;
-            # otherwise look straight at the target (a path's waypoint turns the camera
-            # away from it by up to 45 degrees).
-            route = self.planner.route(scene.belief.xs, scene.belief.ys, scene.room,
-                                       start=(x, y), target=(tx, ty))
-            if route is not None:
-                aim = route
-        heading = math.atan2(aim[1] - y, aim[0] - x)
-        v, omega = self._steer(scene, heading, v, repel=err > p.near_standoff)
+        # Near the standoff: straight at it, whatever is on the way (braking keeps it clear).
+        far = err > p.near_standoff
+        heading = self._heading_to(scene, at, err) if far else math.atan2(ty - y, tx - x)
+        v, omega = self._steer(scene, heading, v, repel=far)
         return self._emit(now, mode, v, omega, goal=(tx, ty))
 
     def _drive_to_view(self, now: float, scene: _Scene, view: tuple[float, float],
@@ -395,17 +387,24 @@ class Navigator:
         """VERIFY with another robot in the way: drive to ``view`` (around what is between),
         whence the place is seen past it."""
         p = self.params
-        x, y, _ = scene.pose
-        dist = math.hypot(view[0] - x, view[1] - y)
-        aim = view
-        if not self.planner.straight_clear(scene.room, (x, y), view, dist):
-            route = self.planner.route(scene.belief.xs, scene.belief.ys, scene.room,
-                                       start=(x, y), target=view)
-            if route is not None:
-                aim = route
-        heading = math.atan2(aim[1] - y, aim[0] - x)
+        dist = math.hypot(view[0] - scene.pose[0], view[1] - scene.pose[1])
+        heading = self._heading_to(scene, view, dist)
         v, omega = self._steer(scene, heading, min(p.distance_gain * dist, p.v_max), repel=True)
         return self._emit(now, NavMode.VERIFY, v, omega, goal=at)
+
+    def _heading_to(self, scene: _Scene, goal: tuple[float, float], length: float) -> float:
+        """The heading to ``goal``: straight at it while the first ``length`` metres of the
+        line keep the planner's clearance (the camera faces it all the way), else towards
+        the planner's waypoint around what is on the line (which turns the camera away
+        from the goal by up to 45 degrees)."""
+        x, y, _ = scene.pose
+        aim = goal
+        if not self.planner.straight_clear(scene.room, (x, y), goal, length):
+            route = self.planner.route(scene.belief.xs, scene.belief.ys, scene.room,
+                                       start=(x, y), target=goal)
+            if route is not None:
+                aim = route
+        return math.atan2(aim[1] - y, aim[0] - x)
 
     def _search(self, now: float, scene: _Scene) -> NavDecision:
         p = self.params
