@@ -15,6 +15,7 @@ from agents.belief import FusionRule, GridParams, ReputationParams, TrackParams
 from agents.belief.deposit import CAMERA_FOV, CAMERA_RANGE, inscribed_distance
 from agents.belief.search import SearchParams
 from agents.drive_model import DriveModel
+from agents.gyro_bias import GyroBiasParams
 from agents.localization import LocalizerParams
 from agents.navigation import NavParams
 from agents.peers import PeerLimits
@@ -95,6 +96,8 @@ class AgentConfig:
     track: TrackParams = field(default_factory=TrackParams)
     reputation: ReputationParams = field(default_factory=ReputationParams)
     localizer: LocalizerParams = field(default_factory=LocalizerParams)
+    gyro_bias: GyroBiasParams = field(default_factory=GyroBiasParams)
+    """The gyro's bias, learnt while the car stands still (agents.gyro_bias)."""
     nav: NavParams = field(default_factory=NavParams)
     rates: Rates = field(default_factory=Rates)
     search: SearchParams = field(default_factory=SearchParams)

@@ -41,6 +41,7 @@ from agents.belief.constraints import FreeSpace
 from agents.belief.search import CameraLook
 from agents.config import FUSION_NONE, AgentConfig
 from agents.faults import Byzantine, ByzantineSpec, Stage
+from agents.gyro_bias import GyroBias
 from agents.localization import EMPTY, PoseEKF
 from agents.navigation import BeliefView, Navigator, TrackView
 from agents.observations import ObservationBatch
@@ -83,6 +84,7 @@ class AgentCore:
         self.track = TrackFilter(c.track, self.space)
         self.reputation = ReputationTable(c.reputation)
         self.localizer = PoseEKF(c.landmarks, drive=c.drive, params=c.localizer, t0=t0)
+        self.gyro_bias = GyroBias(c.gyro_bias)
         self.navigator = Navigator(
             drive=c.drive, params=c.nav, tags=[c.landmarks[k] for k in sorted(c.landmarks)],
             view_distance=c.sensing.view_distance,
@@ -127,9 +129,11 @@ class AgentCore:
     def on_car_status(
         self, now: float, duty_left: float, duty_right: float, gyro_z: float | None
     ) -> None:
-        """The duties the car applies now and its gyro rate: the localizer's inputs."""
+        """The duties the car applies now and its gyro rate: the localizer's inputs (the rate
+        less the gyro's bias, learnt while the car stands still)."""
         self._advance_localizer(now)
-        self._duty, self._gyro = (float(duty_left), float(duty_right)), gyro_z
+        self._duty = (float(duty_left), float(duty_right))
+        self._gyro = self.gyro_bias.correct(now, self._duty[0], self._duty[1], gyro_z)
 
     def on_observations(self, batch: ObservationBatch, now: float) -> None:
         """A sensor frame: wall tags localize, the target becomes a detection."""
@@ -561,6 +565,7 @@ class AgentCore:
             "mu_f32": np.ascontiguousarray(g.mu, dtype=np.float32).tobytes(),
             "var_f32": np.ascontiguousarray(g.var, dtype=np.float32).tobytes(),
             "pose": self.localizer.pose,
+            "gyro_bias": [self.gyro_bias.bias, self.gyro_bias.std, self.gyro_bias.updates],
             "mean_var": g.mean_variance(),
             "mass": g.total_mass(),
             "peers": {

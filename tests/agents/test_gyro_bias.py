@@ -1,0 +1,103 @@
+"""The gyro's bias learnt while the car stands still: the scalar Kalman formula, when a sample
+counts, and an agent whose heading no longer drifts while it waits."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from agents.config import AgentConfig
+from agents.core import AgentCore
+from agents.gyro_bias import GyroBias, GyroBiasParams
+from agents.observations import ObservationBatch, PoseFix
+from agents.room import Room
+
+DT = 0.1  # telemetry at 10 Hz
+
+
+def test_still_samples_give_the_textbook_estimate() -> None:
+    """Without drift the bias after n used samples is the precision-weighted mean."""
+    p = GyroBiasParams(drift_psd=0.0, settle_time=0.5, sample_noise=0.02, initial_std=0.02)
+    g = GyroBias(p)
+    samples = np.random.default_rng(1).normal(0.013, 0.02, 60)
+    for k, z in enumerate(samples):
+        g.correct(k * DT, 0.0, 0.0, float(z))
+    used = samples[5:]  # from 0.5 s of zero duty on
+    n = len(used)
+    assert g.updates == n
+    precision = 1 / p.initial_std**2 + n / p.sample_noise**2
+    assert g.variance == pytest.approx(1 / precision, rel=1e-9)
+    assert g.bias == pytest.approx(used.sum() / p.sample_noise**2 / precision, rel=1e-9)
+    assert abs(g.bias - 0.013) < 3 * g.std
+
+
+def test_only_a_settled_still_car_teaches_and_every_sample_is_corrected() -> None:
+    g = GyroBias(GyroBiasParams(settle_time=0.5))  # not the default: five samples to settle
+    t = 0.0
+    for _ in range(20):  # driving: nothing learnt, the rate passes less the (zero) estimate
+        assert g.correct(t, 0.5, 0.6, 0.3) == 0.3
+        t += DT
+    for _ in range(5):  # stopped, still settling: 0.0 .. 0.4 s
+        g.correct(t, 0.0, 0.0, 0.01)
+        t += DT
+    assert g.updates == 0
+    out = g.correct(t, 0.0, 0.0, 0.01)  # 0.5 s after the stop
+    assert g.updates == 1 and 0.0 < g.bias < 0.01
+    assert out == pytest.approx(0.01 - g.bias)
+    assert g.correct(t + DT, 0.4, 0.4, 0.5) == pytest.approx(0.5 - g.bias)  # moving again
+    assert g.updates == 1
+    assert g.correct(t + 2 * DT, 0.0, 0.0, None) is None  # no gyro
+
+
+def test_a_still_car_that_is_being_turned_is_not_used() -> None:
+    g = GyroBias(GyroBiasParams(settle_time=0.0, max_still_rate=0.1))
+    g.correct(0.0, 0.0, 0.0, 0.4)  # pushed round by another robot, wheels idle
+    assert (g.updates, g.refused, g.bias) == (0, 1, 0.0)
+
+
+def test_the_bias_variance_grows_with_the_drift_between_samples() -> None:
+    g = GyroBias(GyroBiasParams(drift_psd=1e-6, initial_std=0.01))
+    g.correct(0.0, 1.0, 1.0, 0.0)
+    g.correct(100.0, 1.0, 1.0, 0.0)
+    assert g.variance == pytest.approx(1e-4 + 1e-4)
+
+
+def test_disabled_passes_the_gyro_through() -> None:
+    g = GyroBias(GyroBiasParams(enabled=False, settle_time=0.0))
+    assert g.correct(0.0, 0.0, 0.0, 0.05) == 0.05 and g.updates == 0
+
+
+@pytest.mark.parametrize("bad", [{"settle_time": -1.0}, {"sample_noise": 0.0},
+                                 {"max_still_rate": math.nan}, {"enabled": 1}])
+def test_bad_parameters_are_refused(bad: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        GyroBiasParams(**bad)  # type: ignore[arg-type]
+
+
+def _heading_after_waiting(enabled: bool, bias: float) -> float:
+    """An agent given its pose, then standing 30 s with a biased gyro and no tag in view."""
+    config = AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
+                         target_tag=100)
+    config = replace(config, gyro_bias=replace(config.gyro_bias, enabled=enabled))
+    core = AgentCore(config, t0=0.0)
+    noise = np.random.default_rng(7).normal(0.0, 0.02, 400)
+    core.on_car_status(0.0, 0.0, 0.0, bias)
+    core.on_observations(ObservationBatch(0.0, True, pose_fix=PoseFix(
+        2.5, 2.5, 0.0, np.diag([1e-4, 1e-4, 1e-4]))), 0.0)
+    for k in range(1, 301):
+        core.on_car_status(k * DT, 0.0, 0.0, bias + float(noise[k]))
+    core.tick(30.0)
+    pose = core.localizer.pose
+    assert pose is not None
+    return pose[2]
+
+
+def test_an_agent_waiting_still_keeps_its_heading() -> None:
+    bias = 0.015  # rad/s: a heading error of 0.45 rad after 30 s if integrated
+    drifted = _heading_after_waiting(False, bias)
+    kept = _heading_after_waiting(True, bias)
+    assert abs(drifted) > 0.3
+    assert abs(kept) < 0.05
