@@ -537,6 +537,7 @@ class AgentCore:
             search=self.seeker.view(pose, self.localizer.t) if searching else None,
             estimate=self._reckoned,
             verify=self.vetting.to_verify(now) if self.config.use_reputation else None,
+            heading_std=self._heading_std(),
         )
         self._out.decision = decision
         self._emit(
@@ -550,6 +551,10 @@ class AgentCore:
                 **({} if decision.goal_heading is None else {"heading": decision.goal_heading}),
             },
         )
+
+    def _heading_std(self) -> float | None:
+        P = self.localizer.cov
+        return None if P is None else math.sqrt(max(float(P[2, 2]), 0.0))
 
     def _periodic(self, now: float) -> None:
         self.sending.periodic(now, self.track)

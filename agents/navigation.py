@@ -22,9 +22,13 @@ decision rate (10 Hz): a desired (v, omega), the wheel duties the
   1.98 m for a 3 m, 62° camera), so a target's uncertainty and motion stay in view,
   and a claimed place's whole disc can be seen empty. Within ``near_standoff`` of the
   standoff the robot keeps facing the place: other robots brake it but do not turn it
-  away. When another robot stands on its line to a place to verify, it drives to the
-  nearest viewpoint at the standoff that sees the place past it
+  away, and it holds still within dead bands of distance and bearing
+  (:class:`~agents.standoff.Hold`). When another robot stands on its line to a place to
+  verify, it drives to the nearest viewpoint at the standoff that sees the place past it
   (:func:`~agents.viewpoint.free_viewpoint`).
+- **GLANCE** (a pursuer at its standoff from a slow target whose heading has grown
+  uncertain): it turns to a mapped tag until its heading is known again, then back
+  (:class:`~agents.standoff.Glance`).
 - **SEARCH on the search map** (otherwise, when the agent keeps one,
   :class:`SearchView`): the goal is a *viewpoint* (x, y, θ), chosen for the
   probability of the target its camera would cover from there (the footprint's
@@ -54,12 +58,13 @@ areas; they spread because the variance they share says where has been seen.
 Deterministic: no random numbers; the same sequence of inputs gives the same
 decisions bit for bit.
 
-Why one module of ~650 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
-steer, brake) over one set of inputs and one goal, and its input and output types with
-their checks (~170 lines) stand beside it. Its parts with their own state are apart: the
-relocation of a lost robot (:mod:`agents.relocation`), the path planner and its graphs
-(:mod:`agents.planning`), where to look from past another robot
-(:mod:`agents.viewpoint`); the room is :mod:`agents.room`.
+Why one module of ~710 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
+steer, brake) over one set of inputs and one goal, and its input and output types and
+settings with their checks (~250 lines) stand beside it. Its parts with their own state
+are apart: the relocation of a lost robot (:mod:`agents.relocation`), the path planner
+and its graphs (:mod:`agents.planning`), where to look from past another robot
+(:mod:`agents.viewpoint`), holding and glancing at the standoff (:mod:`agents.standoff`);
+the room is :mod:`agents.room`.
 """
 
 from __future__ import annotations
@@ -80,7 +85,8 @@ from agents.planning import Paths, WindowPlanner, cell_of
 from agents.pose_geometry import wrap_angle
 from agents.relocation import Relocation
 from agents.room import Room
-from agents.viewpoint import free_viewpoint
+from agents.standoff import Glance, Hold
+from agents.viewpoint import free_viewpoint, line_clear, view_blocked
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int32]
@@ -90,6 +96,7 @@ class NavMode(StrEnum):
     NO_POSE = "no_pose"
     SEARCH = "search"
     PURSUE = "pursue"
+    GLANCE = "glance"
     VERIFY = "verify"
 
 
@@ -187,6 +194,14 @@ class NavParams:
     half a second (90 % of the lost-track time on waypoints), and it holds no disc over
     0.41 m in radius, less than a claim's (0.4-0.6 m), so a lie could not be seen empty."""
     standoff_tolerance: float = 0.05
+    """m: a robot this near its standoff stops closing in, and holds ..."""
+    hold_slack: float = 0.2
+    """m: ... until its distance error passes this."""
+    aligned_bearing: float = math.radians(2.0)
+    """rad: near the standoff, a robot turned to within this of its target stops turning, and
+    holds ..."""
+    hold_bearing: float = math.radians(10.0)
+    """rad: ... until the target's bearing passes this (the middle third of a 62° view)."""
     near_standoff: float = 0.5
     """m: nearer than this beyond the standoff the robot aims straight at the target or place
     and other robots only brake it (farther, they also bend its heading, and a blocked
@@ -235,6 +250,17 @@ class NavParams:
     camera's range, far enough back that neighbouring tags share its view."""
     relocate_arrive_radius: float = 0.2
     """A creep leg ends this near (m, on the estimate) to its viewpoint."""
+    glance_heading_std: float = math.radians(3.0)
+    """A pursuer at its standoff from a slow target whose heading's standard deviation
+    passes this (rad) glances at a tag (agents.standoff); 3° is 0.1 m at the 1.98 m standoff."""
+    glance_max_speed: float = 0.2
+    """m/s: only a target slower than this is left for a glance."""
+    glance_tag_distance: float = 2.8
+    """m: a tag this near can be glanced at (inside the default camera's 3 m range)."""
+    glance_time: float = 3.0
+    """s: a glance ends after this at most ..."""
+    glance_interval: float = 5.0
+    """s: ... and the next begins no sooner than this after it."""
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -304,11 +330,16 @@ class Navigator:
             creep_speed=p.creep_speed, creep_time=p.creep_time,
             view_distance=p.relocate_view_distance, arrive_radius=p.relocate_arrive_radius,
         )
+        self.glance = Glance(tags, heading_std=p.glance_heading_std,
+                             tag_distance=p.glance_tag_distance, duration=p.glance_time,
+                             interval=p.glance_interval)
         self._goal: tuple[float, float] | None = None
         self._goal_best_dist = math.inf
         self._goal_progress_t = 0.0
         self._bans: list[tuple[float, float, float]] = []  # (x, y, until)
         self._view: int | None = None  # the goal's index among the search view's viewpoints
+        self.hold = Hold(tolerance=p.standoff_tolerance, slack=p.hold_slack,
+                         aligned=p.aligned_bearing, bearing=p.hold_bearing)
         self.planner = WindowPlanner(p.robot_radius + p.planning_margin, p.waypoint_distance)
 
     @property
@@ -327,36 +358,59 @@ class Navigator:
         search: SearchView | None = None,
         estimate: tuple[float, float, float] | None = None,
         verify: tuple[float, float] | None = None,
+        heading_std: float | None = None,
     ) -> NavDecision:
         """The decision at ``now``; see the module docstring for the behaviour.
 
         ``estimate``: without a pose, the last pose dead-reckoned since it was lost (None:
-        there never was one). ``verify``: a place the camera should see (VERIFY)."""
+        there never was one). ``verify``: a place the camera should see (VERIFY).
+        ``heading_std``: the pose's heading standard deviation, rad (a pursuer glances at a
+        tag when it grows, agents.standoff)."""
         require(math.isfinite(now), "now must be finite")
         self._bans = [b for b in self._bans if b[2] > now]
         if pose is None or not finite(*pose):
             self._drop_goal()
+            self.glance.stop(now)
+            self.hold.release()
             if estimate is None or not finite(*estimate):
                 return self._emit(now, NavMode.NO_POSE, 0.0, self.params.search_turn_rate)
             return self._relocate(now, _Scene(estimate, belief, tuple(others), room))
         self.relocation.found()
         scene = _Scene(pose, belief, tuple(others), room)
+        if track is not None and track.confident and not (verify is not None and finite(*verify)):
+            self._drop_goal()
+            return self._pursue(now, scene, track, heading_std)
+        self.glance.stop(now)
+        if not (verify is not None and finite(*verify)):
+            self.hold.release()
         if verify is not None and finite(*verify):
             self._drop_goal()
             return self._approach(now, scene, verify, NavMode.VERIFY)
-        if track is not None and track.confident:
-            self._drop_goal()
-            return self._pursue(now, scene, track)
         if search is not None and len(search.x):
             return self._search_views(now, scene, search)
         return self._search(now, scene)
 
     # ---------------------------------------------------------------- modes
 
-    def _pursue(self, now: float, scene: _Scene, track: TrackView) -> NavDecision:
+    def _pursue(self, now: float, scene: _Scene, track: TrackView,
+                heading_std: float | None) -> NavDecision:
         p = self.params
         ahead = min(max(now - track.t, 0.0) + p.pursue_lookahead, p.max_track_extrapolation)
         at = (track.x + track.vx * ahead, track.y + track.vy * ahead)
+        x, y, _ = scene.pose
+        holding = abs(math.hypot(at[0] - x, at[1] - y) - self.standoff) <= p.near_standoff
+        if holding and math.hypot(track.vx, track.vy) <= p.glance_max_speed:
+            body = 2.0 * p.robot_radius
+            look = self.glance.heading(
+                now, scene.pose, heading_std,
+                lambda tag: line_clear((x, y), tag, scene.room)
+                and not view_blocked((x, y), tag, scene.others, body))
+            if look is not None:
+                self.hold.release()
+                v, omega = self._steer(scene, look, 0.0, repel=False)
+                return self._emit(now, NavMode.GLANCE, v, omega, goal=at)
+        else:
+            self.glance.stop(now)
         return self._approach(now, scene, at, NavMode.PURSUE)
 
     def _approach(self, now: float, scene: _Scene, at: tuple[float, float],
@@ -367,20 +421,25 @@ class Navigator:
         tx, ty = at
         dist = math.hypot(tx - x, ty - y)
         err = dist - self.standoff
-        if abs(err) <= p.standoff_tolerance:
-            v = 0.0
-        else:
-            v = min(max(p.distance_gain * err, -p.v_back), p.v_max)
+        v = min(max(p.distance_gain * err, -p.v_back), p.v_max)
         if mode is NavMode.VERIFY:
             view = free_viewpoint(at, (x, y), scene.others, scene.room, standoff=self.standoff,
                                   body=2.0 * p.robot_radius, keep_out=self.planner.keep_out)
             if view is not None:
+                self.hold.release()
                 return self._drive_to_view(now, scene, view, at)
         # Near the standoff: straight at it, whatever is on the way (braking keeps it clear).
         far = err > p.near_standoff
-        heading = self._heading_to(scene, at, err) if far else math.atan2(ty - y, tx - x)
-        v, omega = self._steer(scene, heading, v, repel=far)
-        return self._emit(now, mode, v, omega, goal=(tx, ty))
+        if far:
+            self.hold.release()
+            heading = self._heading_to(scene, at, err)
+            v, omega = self._steer(scene, heading, v, repel=True)
+            return self._emit(now, mode, v, omega, goal=(tx, ty))
+        heading = math.atan2(ty - y, tx - x)
+        hold_v, hold_omega = self.hold.update(err, wrap_angle(heading - scene.pose[2]))
+        v, omega = self._steer(scene, heading, 0.0 if hold_v else v, repel=False)
+        return self._emit(now, mode, v, 0.0 if hold_omega else omega, goal=(tx, ty))
+
 
     def _drive_to_view(self, now: float, scene: _Scene, view: tuple[float, float],
                        at: tuple[float, float]) -> NavDecision:

@@ -39,6 +39,11 @@ def _clear_of_room(view: Point, place: Point, room: Room, keep_out: float) -> bo
     """``view`` keeps ``keep_out`` from walls and obstacles and sees ``place`` past them."""
     if float(room.surface_distance(np.array([view[0]]), np.array([view[1]]))[0]) < keep_out:
         return False
+    return line_clear(view, place, room)
+
+
+def line_clear(view: Point, place: Point, room: Room) -> bool:
+    """No wall or obstacle on the line from ``view`` to within 5 cm of ``place``."""
     d = math.hypot(place[0] - view[0], place[1] - view[1])
     s = np.arange(0.05, d - 0.05, 0.05) / max(d, 1e-9)
     if s.size == 0:
@@ -86,4 +91,4 @@ def free_viewpoint(
     return None
 
 
-__all__ = ["free_viewpoint", "view_blocked"]
+__all__ = ["free_viewpoint", "line_clear", "view_blocked"]
