@@ -34,14 +34,26 @@ def until(condition: Callable[[], bool], timeout: float = DEADLINE, what: str = 
         time.sleep(0.01)
 
 
+# Sets SIGINT's disposition, then becomes the command (an ignored signal stays ignored
+# across exec, as a shell's background job starts).
+SIGINT_THEN_EXEC = (
+    "import os, signal, sys; "
+    "signal.signal(signal.SIGINT, signal.SIG_IGN if sys.argv[1] == 'ignore' else signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+)
+
+
 class PtyCommand:
     """A command on a pseudo-terminal: type keys, read what it drew."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, sigint_ignored: bool = False) -> None:
+        """``sigint_ignored``: start it with SIGINT ignored, as a script's background job or
+        nohup would (whatever the test runner itself was started with)."""
         master, slave = os.openpty()
         self.master = master
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tools.cli", *args],
+            [sys.executable, "-c", SIGINT_THEN_EXEC, "ignore" if sigint_ignored else "default",
+             "-m", "tools.cli", *args],
             stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
             env={**os.environ, "COLUMNS": "160", "LINES": "40"},
         )
@@ -91,8 +103,9 @@ def model_car() -> Iterator[ModelCar]:
         yield served
 
 
-def teleop(car: ModelCar, *extra: str) -> PtyCommand:
-    return PtyCommand("car", car.address, "teleop", "--timeout", "5", *extra)
+def teleop(car: ModelCar, *extra: str, sigint_ignored: bool = False) -> PtyCommand:
+    return PtyCommand("car", car.address, "teleop", "--timeout", "5", *extra,
+                      sigint_ignored=sigint_ignored)
 
 
 def moved(car: ModelCar, wheels: tuple[float, float]) -> Callable[[], bool]:
@@ -164,9 +177,13 @@ def test_keys_drive_stop_estop_reset_and_quit(model_car: ModelCar) -> None:
         ui.close()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_a_signal_while_driving_sends_stop(model_car: ModelCar, sig: signal.Signals) -> None:
-    ui = teleop(model_car, "--hold", "2.0")
+@pytest.mark.parametrize(("sig", "sigint_ignored"), [
+    (signal.SIGTERM, False), (signal.SIGHUP, False), (signal.SIGINT, False),
+    (signal.SIGINT, True),  # started in a script's background: ^C still stops the car
+])
+def test_a_signal_while_driving_sends_stop(model_car: ModelCar, sig: signal.Signals,
+                                           sigint_ignored: bool) -> None:
+    ui = teleop(model_car, "--hold", "2.0", sigint_ignored=sigint_ignored)
     try:
         ui.wait_text("session ready")
         ui.wait_text("clock: synchronised")

@@ -24,6 +24,7 @@ connected to the car but not driving it will reconnect by itself within 0.35 s.
 from __future__ import annotations
 
 import argparse
+import signal
 import socket
 import sys
 import time
@@ -224,6 +225,16 @@ def main(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"stigmesh car: cannot resolve {args.address!r}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    # ^C (SIGINT) must reach the command even when it was started with SIGINT ignored (in
+    # the background of a script, under nohup): it is how a driving car is stopped at once.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return _run(address, args)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _run(address: str, args: argparse.Namespace) -> int:
     if args.action == "teleop":
         from tools.commands.teleop import teleop_main
 
