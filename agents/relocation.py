@@ -14,7 +14,7 @@ leg. Without an estimate (no pose ever) or tags the robot only turns.
 
 :class:`Relocation` holds one loss's state and decides, at each decision without a pose,
 whether to turn on the spot or which viewpoint to creep to; the settings are
-:class:`~agents.navigation.NavParams`'. Deterministic: no random numbers.
+:class:`~agents.navigation_io.NavParams`'. Deterministic: no random numbers.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ passes ``glance_heading_std`` the robot turns on the spot to the mapped tag with
 or ``glance_time`` has passed; then it turns back, and it glances again no sooner
 than ``glance_interval`` later (:class:`Glance`).
 
-The settings are :class:`~agents.navigation.NavParams`'. Deterministic, no IO.
+The settings are :class:`~agents.navigation_io.NavParams`'. Deterministic, no IO.
 """
 
 from __future__ import annotations
