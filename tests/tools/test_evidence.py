@@ -45,3 +45,15 @@ def test_a_plan_of_fewer_seeds_says_how_many_ran() -> None:
     assert more.describe(suite) == ("3 seeds per scene (orbit 6, liar_only 10), 6 hiding "
                                     "places for the search")
     assert len(jobs_for(suite, more)) == len(jobs_for(suite, few)) + 3 * 2 + 7 * 2
+
+
+def test_a_runs_dependencies_are_the_projects_sources_only() -> None:
+    """What decides when a cached run is redone: the project's imported sources, never a
+    virtualenv's files (the Makefile's .venv sits inside the repository)."""
+    import agents.core  # noqa: F401  (imported: it must be listed)
+    from tools.experiments.cluster import SOURCES
+    from tools.experiments.evidence.jobs import _imported
+
+    deps = _imported()
+    assert "agents/core.py" in deps
+    assert all(path.split("/")[0] in SOURCES for path in deps)

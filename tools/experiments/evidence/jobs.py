@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from tools.experiments.cluster import ROOT, Cluster, file_digest, source_files
+from tools.experiments.cluster import ROOT, SOURCES, Cluster, file_digest, source_files
 from tools.experiments.evidence.plan import Job
 from tools.experiments.hiding import arena_text, materialise
 from tools.experiments.measure import analysis_of, series_of, trial_metrics
@@ -43,14 +43,16 @@ Say = Callable[[str], None]
 
 
 def _imported() -> dict[str, str]:
-    """The repository's source files this process has imported, with their digests."""
+    """The project's source files (``SOURCES``) this process has imported, with their digests
+    (not a virtualenv's that happens to sit inside the repository)."""
     out = {}
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
         if not file or not file.endswith(".py"):
             continue
         path = Path(file).resolve()
-        if path.is_relative_to(ROOT) and path.is_file():
+        if (path.is_relative_to(ROOT) and path.relative_to(ROOT).parts[0] in SOURCES
+                and path.is_file()):
             out[str(path.relative_to(ROOT))] = file_digest(path)
     return out
 
