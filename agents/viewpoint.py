@@ -73,12 +73,13 @@ def free_viewpoint(
         return None
     ux, uy = (robot[0] - place[0]) / d, (robot[1] - place[1]) / d
     r = min(d, standoff)
-    if not view_blocked((place[0] + r * ux, place[1] + r * uy), place, others, body):
+    own = (place[0] + r * ux, place[1] + r * uy)
+    in_the_way = [o for o in others if _segment_distance(o, own, place) < body]
+    if not in_the_way:
         return None
     base = math.atan2(uy, ux)
     # Turn away from the side the robots in the way stand on (anticlockwise on a tie).
-    lean = sum(ux * (o[1] - place[1]) - uy * (o[0] - place[0]) for o in others
-               if _segment_distance(o, (place[0] + r * ux, place[1] + r * uy), place) < body)
+    lean = sum(ux * (o[1] - place[1]) - uy * (o[0] - place[0]) for o in in_the_way)
     signs = (-1.0, 1.0) if lean > 0.0 else (1.0, -1.0)
     for k in range(1, int(max_turn / step + 1e-9) + 1):
         for sign in signs:
