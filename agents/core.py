@@ -198,7 +198,8 @@ class AgentCore:
             self.grid.deposit(footprint, detections)
             self.seeker.after_frame(batch.t_capture, at[0], at[1], det, self.track.initialised)
             self.vetting.own_view(batch.t_capture, footprint, P_pose,
-                                  None if det is None else (det.x, det.y))
+                                  None if det is None else (det.x, det.y),
+                                  self._other_robots(now))
 
     def on_peer_discovered(self, name: str, addr: Address, epoch: int, now: float) -> None:
         """Discovery (mDNS or a static list) names an address to PING; it makes no peer."""
@@ -515,6 +516,14 @@ class AgentCore:
     def _active_peers(self, now: float) -> Iterable[Peer]:
         return self.peers.active()
 
+    def _other_robots(self, now: float) -> list[tuple[float, float]]:
+        """Where the other robots are believed to be (their newest positions, not stale)."""
+        return [
+            p.position
+            for p in self._active_peers(now)
+            if p.position is not None and now - p.position_at <= self.config.peer_lost_after
+        ]
+
     def _decide(self, now: float, pose: tuple[float, float, float] | None) -> None:
         g = self.grid
         view = BeliefView(g.mu, g.var, g.xs, g.ys, self.config.grid.var_max)
@@ -525,11 +534,7 @@ class AgentCore:
                 float(x[0]), float(x[1]), float(x[2]), float(x[3]), self.track.time,
                 self.track_confident(now),
             )
-        others = [
-            p.position
-            for p in self._active_peers(now)
-            if p.position is not None and now - p.position_at <= self.config.peer_lost_after
-        ]
+        others = self._other_robots(now)
         # The search view only for a search: a confident track is pursued without it.
         searching = track_view is None or not track_view.confident
         decision = self.navigator.decide(

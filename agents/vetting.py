@@ -37,7 +37,7 @@ reads, ordered iteration only.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -88,7 +88,8 @@ class Vetting:
         self.reputation = reputation  # the core's: its scores weigh every fusion
         self.witness = TrackFilter(config.track, space)
         self.views = ViewHistory(config.reputation.view_horizon, MAX_VIEWS,
-                                 max_speed=config.track.max_speed, space=space)
+                                 max_speed=config.track.max_speed, space=space,
+                                 robot_radius=config.nav.robot_radius)
         self.checks: dict[str, int] = {"track_checks": 0, "track_failed": 0,
                                        "patch_checks": 0, "patch_failed": 0}
         self._counters = counters
@@ -111,11 +112,13 @@ class Vetting:
         self.witness.update_position((det.x, det.y), det.cov, det.t, consider=det.pose_cov)
 
     def own_view(self, t: float, footprint: Footprint, P_pose: FloatArray,
-                 seen: tuple[float, float] | None) -> None:
-        """An own frame at ``t`` with a pose: what it covered, and where it saw the target."""
+                 seen: tuple[float, float] | None,
+                 robots: Sequence[tuple[float, float]] = ()) -> None:
+        """An own frame at ``t`` with a pose: what it covered, where it saw the target, and
+        where the other robots (which hide what is behind them) were believed to be."""
         P = np.asarray(P_pose, dtype=np.float64)
         self.views.add(View(t, footprint, 2.0 * math.sqrt(max(0.0, P[0, 0] + P[1, 1])),
-                            2.0 * math.sqrt(max(0.0, P[2, 2])), seen))
+                            2.0 * math.sqrt(max(0.0, P[2, 2])), seen, tuple(robots)))
 
     def tick(self, now: float) -> None:
         """The witness is forgotten ``track_timeout`` after the newest own detection; a

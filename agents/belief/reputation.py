@@ -21,7 +21,8 @@ against them confirms a lie once it has spread):
   ``dᵀ (P_witness + P_claim)⁻¹ d <= gate``;
 - **negative evidence** (:mod:`agents.belief.views`): the agent's own camera
   looked at the place the claim puts the target, at a time it could not have
-  left it, and saw nothing there (at least ``min_refuting_views`` frames); or
+  left it, past every obstacle and every other robot, and saw nothing there (at
+  least ``min_refuting_views`` frames); or
   positive evidence: a frame saw the target there.
 
 :meth:`ReputationTable.judge` turns a TRACK's evidence into a verdict: it fails

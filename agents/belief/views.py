@@ -9,8 +9,8 @@ was at ``p`` (covariance ``P``) at time ``t``" — with them:
 
 - a view *refutes* the claim when the whole disc where the target could have
   been at the view's time lies well inside what the camera saw, in line of
-  sight past every known obstacle, and the frame held no detection inside
-  that disc (nothing at all, or the one target seen elsewhere). The disc's
+  sight past every known obstacle and every other robot, and the frame held no
+  detection inside that disc (nothing at all, or the one target seen elsewhere). The disc's
   radius is ``sqrt(gate · λmax(P) + floor²) + max_speed·|t_view − t| +
   clock_uncertainty·max_speed + pose margin``: where the claim says the target
   is (at the gate's confidence) and how far it could have moved since;
@@ -19,6 +19,14 @@ was at ``p`` (covariance ``P``) at time ``t``" — with them:
 A view that only partly covers the disc says nothing (a target at its edge
 might simply have been missed), and so does an uncertain claim: its disc
 never fits in a view.
+
+Other robots hide what is behind them: a camera behind a partner sees its back, and that
+is no evidence that the place beyond is empty (it would refute an honest peer who
+stands between this robot and the target it reports). Each view keeps where the other
+robots were believed to be at its time, as discs of ``robot_radius``; a disc of the
+claim any of them overlaps, as seen from the camera, is not covered. A peer's position is
+its own word, so a liar can shield a place by claiming to stand in front of the camera:
+it buys itself no refutation by views, not a pass (the witness still judges it).
 """
 
 from __future__ import annotations
@@ -46,17 +54,25 @@ class View:
     margin: float  # m: the footprint's own position uncertainty (the robot's pose error)
     heading_margin: float  # rad: the same for its heading (moves far points more)
     target: tuple[float, float] | None  # where the target was seen in this frame, if it was
+    robots: tuple[tuple[float, float], ...] = ()  # where the other robots were believed to be
 
-    def covers(self, x: float, y: float, radius: float, space: FreeSpace | None) -> bool:
-        """The disc of ``radius`` around (x, y) lies inside the sector, in line of sight."""
+    def covers(self, x: float, y: float, radius: float, space: FreeSpace | None,
+               robot_radius: float = 0.0) -> bool:
+        """The disc of ``radius`` around (x, y) lies inside the sector, in line of sight
+        past every obstacle and every other robot (discs of ``robot_radius``)."""
         f = self.footprint
         dx, dy = x - f.x, y - f.y
         d = math.hypot(dx, dy)
         r = radius + self.margin + d * self.heading_margin
         if not (d - r >= f.min_range and d + r <= f.range and d > r):
             return False
-        off = abs(math.remainder(math.atan2(dy, dx) - f.heading, 2.0 * math.pi))
-        if off + math.asin(min(1.0, r / d)) > 0.5 * f.fov:
+        bearing = math.atan2(dy, dx)
+        half = math.asin(min(1.0, r / d))
+        off = abs(math.remainder(bearing - f.heading, 2.0 * math.pi))
+        if off + half > 0.5 * f.fov:
+            return False
+        if robot_radius > 0.0 and _hidden_by_robots((f.x, f.y), bearing, half, d + r,
+                                                    self.robots, radius=robot_radius):
             return False
         if space is not None and space.obstacles:
             # The centre and the two sides of the disc as seen from the camera.
@@ -65,6 +81,23 @@ class View:
                 if not space.line_of_sight(f.x, f.y, px, py):
                     return False
         return True
+
+
+def _hidden_by_robots(camera: tuple[float, float], bearing: float, half: float, far: float,
+                      robots: Sequence[tuple[float, float]], *, radius: float) -> bool:
+    """Whether a robot (a disc of ``radius``) nearer than ``far`` overlaps the wedge of
+    half-angle ``half`` about ``bearing`` seen from ``camera``."""
+    cx, cy = camera
+    for ox, oy in robots:
+        d = math.hypot(ox - cx, oy - cy)
+        if d - radius >= far:
+            continue  # beyond the disc's far edge
+        if d <= radius:
+            return True  # the camera inside a robot's disc: its position is wrong, or ours
+        sep = abs(math.remainder(math.atan2(oy - cy, ox - cx) - bearing, 2.0 * math.pi))
+        if sep < half + math.asin(radius / d):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -89,12 +122,14 @@ class ViewHistory:
         *,
         max_speed: float,
         space: FreeSpace | None = None,
+        robot_radius: float = 0.0,
     ) -> None:
         if not (math.isfinite(horizon) and horizon > 0.0 and max_views >= 1):
             raise ValueError("horizon must be > 0 and max_views >= 1")
         self.horizon = horizon
         self.max_speed = max_speed
         self.space = space
+        self.robot_radius = robot_radius
         self._views: deque[View] = deque(maxlen=max_views)
 
     def __len__(self) -> int:
@@ -171,7 +206,7 @@ class ViewHistory:
                     radius + detection_gate
                 ):
                     supporting += 1
-                elif v.covers(px, py, radius, self.space):
+                elif v.covers(px, py, radius, self.space, self.robot_radius):
                     refuting += 1
             out.append(ViewEvidence(refuting, supporting, len(near)))
         return out

@@ -26,12 +26,13 @@ FRAME = 0.125  # 8 frames a second
 TRACK_PERIOD = 0.2  # the peer's TRACKs, 5 a second
 
 
-def core_with_peer() -> AgentCore:
-    """A core whose peer hazel (epoch 7) is known and whose clock equals ours."""
+def core_with_peer(at: tuple[float, float] = (3.0, 1.0)) -> AgentCore:
+    """A core whose peer hazel (epoch 7, standing ``at``) is known and whose clock equals
+    ours."""
     config = AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
                          target_tag=100, track=track_for_target(1.0, 0.67, None))  # the orbit's
     core = AgentCore(config, t0=0.0)
-    body = Heartbeat(3.0, 1.0, 0.0, (0.1, 0.0, 0.0, 0.1, 0.0, 0.1), Mode.SEARCH, 0, 0, ())
+    body = Heartbeat(at[0], at[1], 0.0, (0.1, 0.0, 0.0, 0.1, 0.0, 0.1), Mode.SEARCH, 0, 0, ())
     core.on_message(Message(SWARM, "hazel", 7, 0, 0.0, body), PEER, 0.0)
     core.peers["hazel"].clock.add_sample(0.0, 0.0, 0.0, 0.002)
     core.take_outputs()
@@ -131,6 +132,20 @@ def test_a_claim_outside_the_own_view_is_not_judged() -> None:
     assert all(f["check"] is None for e, f in records if e == "peer_track")
     assert core.vetting.checks["track_checks"] == 0
     assert core.reputation.score("hazel") == core.reputation.score("nobody")
+
+
+def test_a_peer_between_the_camera_and_its_claim_is_not_refuted_by_what_it_hides() -> None:
+    # An honest peer 0.8 m in front of the camera reports the target 0.7 m beyond itself:
+    # the camera sees the peer's back, not the place, and must not call it empty.
+    core = core_with_peer(at=(1.8, 2.5))
+    records = run(core, 2.0, claim=(2.5, 2.5))
+    assert all(f["check"] is None for e, f in records if e == "peer_track")
+    assert not any(e == "peer_distrusted" for e, _ in records)
+    # The same claim from a peer standing aside is refuted (as in the first test).
+    aside = core_with_peer(at=(1.8, 1.5))
+    records = run(aside, 2.0, claim=(2.5, 2.5))
+    assert {f["check_reason"] for e, f in records if e == "peer_track" and f["check"] is False} \
+        == {"seen_empty"}
 
 
 def test_patch_hot_cells_where_the_camera_sees_nothing_fail_the_patch() -> None:

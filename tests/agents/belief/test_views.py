@@ -16,15 +16,17 @@ EAST = Footprint(0.0, 0.0, 0.0, 3.0, math.radians(62.0), 0.15)
 TIGHT = np.eye(2) * 0.0001
 
 
-def _history(*views: View, space: FreeSpace | None = None) -> ViewHistory:
-    h = ViewHistory(2.0, 64, max_speed=1.0, space=space)
+def _history(*views: View, space: FreeSpace | None = None,
+             robot_radius: float = 0.0) -> ViewHistory:
+    h = ViewHistory(2.0, 64, max_speed=1.0, space=space, robot_radius=robot_radius)
     for v in views:
         h.add(v)
     return h
 
 
-def _view(t: float, target: tuple[float, float] | None = None) -> View:
-    return View(t, EAST, 0.02, 0.005, target)
+def _view(t: float, target: tuple[float, float] | None = None,
+          robots: tuple[tuple[float, float], ...] = ()) -> View:
+    return View(t, EAST, 0.02, 0.005, target, robots)
 
 
 def _test(h: ViewHistory, p: tuple[float, float], t: float, P: np.ndarray = TIGHT):
@@ -68,6 +70,27 @@ def test_a_claim_behind_an_obstacle_is_not_refuted() -> None:
     assert _test(h, (2.0, 0.0), 1.0).refuting == 0
     open_room = _history(_view(1.0), _view(1.1), space=FreeSpace(10.0, 10.0))
     assert _test(open_room, (2.0, 0.0), 1.0).refuting == 2
+
+
+@pytest.mark.parametrize(
+    ("robot", "hidden"),
+    [
+        ((0.6, 0.0), True),    # on the line of sight: the camera sees its back
+        ((0.6, 0.15), True),   # its edge (11.5 deg + 0.13 m's 12.4) overlaps the disc's 3.9
+        ((0.6, 0.25), False),  # 22.6 deg off, its edge 15.4: the whole disc is seen past it
+        ((1.9, 0.0), True),    # inside the disc
+        ((2.5, 0.0), False),   # beyond the disc's far edge
+        ((0.6, -0.6), False),  # beside the camera
+    ],
+)
+def test_a_claim_behind_another_robot_is_not_refuted(robot: tuple[float, float],
+                                                     hidden: bool) -> None:
+    # The claim's disc at (2, 0): sqrt(9.21e-4 + 0.1^2) + 0.02 + 2 * 0.005 = 0.135 m, 3.9 deg.
+    h = _history(_view(1.0, robots=(robot,)), _view(1.1, robots=(robot,)), robot_radius=0.13)
+    assert _test(h, (2.0, 0.0), 1.0).refuting == (0 if hidden else 2)
+    # Without a radius (robots unknown to the history), a robot hides nothing.
+    free = _history(_view(1.0, robots=(robot,)), _view(1.1, robots=(robot,)))
+    assert _test(free, (2.0, 0.0), 1.0).refuting == 2
 
 
 def test_the_history_keeps_its_horizon_in_time_order() -> None:
