@@ -111,6 +111,7 @@ class AgentCore:
         self._t_tick: float | None = None
         self._duty = (0.0, 0.0)
         self._gyro: float | None = None
+        self._gyro_error: float | None = None  # the corrected rate's error σ (None: default)
         # The last pose, dead-reckoned from the duties and gyro once the localizer lost it.
         self._reckoned: tuple[float, float, float] | None = None
         self._last_detection_at = -math.inf
@@ -134,6 +135,9 @@ class AgentCore:
         self._advance_localizer(now)
         self._duty = (float(duty_left), float(duty_right))
         self._gyro = self.gyro_bias.correct(now, self._duty[0], self._duty[1], gyro_z)
+        self._gyro_error = (
+            None if self._gyro is None
+            else self.gyro_bias.residual_std(self.config.localizer.error_correlation_time))
 
     def on_observations(self, batch: ObservationBatch, now: float) -> None:
         """A sensor frame: wall tags localize, the target becomes a detection."""
@@ -369,7 +373,8 @@ class AgentCore:
     def _advance_localizer(self, t: float) -> None:
         if t > self.localizer.t:
             dt = t - self.localizer.t
-            self.localizer.predict_to(t, self._duty[0], self._duty[1], self._gyro)
+            self.localizer.predict_to(t, self._duty[0], self._duty[1], self._gyro,
+                                      self._gyro_error)
             pose = self.localizer.pose
             if pose is not None:
                 self._reckoned = pose

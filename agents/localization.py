@@ -129,7 +129,8 @@ class LocalizerParams:
     yaw_error_floor: float = 0.05
     """Yaw-rate error floor (rad/s) from the wheels, no gyro."""
     gyro_error: float = 0.02
-    """Gyro yaw-rate error (bias plus noise), rad/s."""
+    """Gyro yaw-rate error (bias plus noise), rad/s, unless a sample comes with its own
+    (the rate less a learnt bias, agents.gyro_bias)."""
     error_correlation_time: float = 0.5
     """τ of the rate errors, seconds."""
     rate_change_window: float = 1.0
@@ -246,9 +247,10 @@ class _Inputs:
     gyro_slope: float = 0.0
     next_sample: float | None = None
     rate_psd: float = 0.0
+    gyro_error: float | None = None  # the rate's error σ (None: LocalizerParams.gyro_error)
 
-    def sample(self) -> tuple[float, float, float | None]:
-        return self.duty_left, self.duty_right, self.gyro_z
+    def sample(self) -> tuple[float, float, float | None, float | None]:
+        return self.duty_left, self.duty_right, self.gyro_z, self.gyro_error
 
 
 @dataclass
@@ -375,7 +377,7 @@ class PoseEKF:
         v, omega_wheels = self.drive.body_velocity(u.duty_left, u.duty_right)
         sigma_v = p.speed_error_frac * abs(v) + p.speed_error_floor
         if u.gyro_z is not None:
-            return v, u.gyro_z, sigma_v, p.gyro_error
+            return v, u.gyro_z, sigma_v, p.gyro_error if u.gyro_error is None else u.gyro_error
         return v, omega_wheels, sigma_v, p.yaw_error_frac * abs(omega_wheels) + p.yaw_error_floor
 
     @staticmethod
@@ -424,9 +426,12 @@ class PoseEKF:
         self.predict_to(self._t + dt, duty_left, duty_right, gyro_z)
 
     def predict_to(
-        self, t: float, duty_left: float, duty_right: float, gyro_z: float | None = None
+        self, t: float, duty_left: float, duty_right: float, gyro_z: float | None = None,
+        gyro_error: float | None = None,
     ) -> None:
-        """Advance to time ``t`` (not before the filter time) with these inputs held.
+        """Advance to time ``t`` (not before the filter time) with these inputs held
+        (``gyro_error``: the rate's error σ, rad/s, when it is known better than
+        ``LocalizerParams.gyro_error``: the rate less a learnt bias).
 
         Inputs that differ from the last ones are a new sample taken at the filter's
         time: the interval since the previous gyro sample is integrated again with the
@@ -439,12 +444,16 @@ class PoseEKF:
             math.isfinite(duty_left) and math.isfinite(duty_right), "duties must be finite"
         )
         require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
-        if self._held is None or self._held.sample() != (duty_left, duty_right, gyro_z):
-            self._new_sample(duty_left, duty_right, gyro_z)
+        require(gyro_error is None or (math.isfinite(gyro_error) and gyro_error > 0.0),
+                "gyro_error must be finite and > 0, or None")
+        if self._held is None or self._held.sample() != (duty_left, duty_right, gyro_z,
+                                                         gyro_error):
+            self._new_sample(duty_left, duty_right, gyro_z, gyro_error)
         assert self._held is not None
         self._advance(t, self._held)
 
-    def _new_sample(self, duty_left: float, duty_right: float, gyro_z: float | None) -> None:
+    def _new_sample(self, duty_left: float, duty_right: float, gyro_z: float | None,
+                    gyro_error: float | None = None) -> None:
         old, now = self._held, self._t
         if old is not None and old.gyro_z is not None and gyro_z is not None:
             span = now - old.sampled_at
@@ -456,7 +465,8 @@ class PoseEKF:
                 self._rate_psd = seen if psd is None else psd + weight * (seen - psd)
                 self._ramp(old, slope, self._rate_psd)
         psd = 0.0 if self._rate_psd is None else self._rate_psd
-        self._held = _Inputs(duty_left, duty_right, gyro_z, now, rate_psd=psd)
+        self._held = _Inputs(duty_left, duty_right, gyro_z, now, rate_psd=psd,
+                             gyro_error=gyro_error)
 
     def _ramp(self, old: _Inputs, slope: float, psd: float) -> None:
         """Integrate again, since ``old`` was sampled, with its rate ramped to the new one."""

@@ -11,7 +11,7 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.core import AgentCore
-from agents.gyro_bias import GyroBias, GyroBiasParams
+from agents.gyro_bias import SAMPLE_PERIOD, GyroBias, GyroBiasParams
 from agents.observations import ObservationBatch, PoseFix
 from agents.room import Room
 
@@ -77,27 +77,61 @@ def test_bad_parameters_are_refused(bad: dict[str, object]) -> None:
         GyroBiasParams(**bad)  # type: ignore[arg-type]
 
 
-def _heading_after_waiting(enabled: bool, bias: float) -> float:
-    """An agent given its pose, then standing 30 s with a biased gyro and no tag in view."""
+def test_the_residual_error_is_the_estimate_and_the_held_white_noise() -> None:
+    p = GyroBiasParams(sample_noise=0.02, initial_std=0.02)
+    g = GyroBias(p)
+    tau = 0.5
+    # Textbook: white noise σ_n held for T has density σ_n²·T = 2·σ²·τ of the filter's model.
+    white = 0.02**2 * SAMPLE_PERIOD / (2.0 * tau)
+    assert abs(SAMPLE_PERIOD - 0.1) < 1e-12  # the firmware's 10 Hz telemetry
+    assert g.residual_std(tau) == pytest.approx(math.sqrt(0.02**2 + white))
+    for k in range(300):  # 30 s standing still, the first 0.2 s settling
+        g.correct(k * DT, 0.0, 0.0, 0.01)
+    error = g.residual_std(tau)
+    assert error == pytest.approx(math.sqrt(g.variance + white))
+    # The drift keeps the estimate's σ near (drift_psd·T·σ_n²)^¼ = 0.0025 rad/s.
+    assert error is not None and g.variance < 0.003**2 and error < 0.007
+    assert GyroBias(GyroBiasParams(enabled=False)).residual_std(tau) is None
+
+
+def _heading_after_waiting(enabled: bool, bias: float, seed: int = 7,
+                           seconds: float = 30.0) -> tuple[float, float]:
+    """An agent given its pose, then standing still with a biased gyro and no tag in view:
+    its heading and the heading's σ after ``seconds``."""
     config = AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
                          target_tag=100)
     config = replace(config, gyro_bias=replace(config.gyro_bias, enabled=enabled))
     core = AgentCore(config, t0=0.0)
-    noise = np.random.default_rng(7).normal(0.0, 0.02, 400)
+    steps = round(seconds / DT)
+    noise = np.random.default_rng(seed).normal(0.0, 0.02, steps + 1)
     core.on_car_status(0.0, 0.0, 0.0, bias)
     core.on_observations(ObservationBatch(0.0, True, pose_fix=PoseFix(
         2.5, 2.5, 0.0, np.diag([1e-4, 1e-4, 1e-4]))), 0.0)
-    for k in range(1, 301):
+    for k in range(1, steps + 1):
         core.on_car_status(k * DT, 0.0, 0.0, bias + float(noise[k]))
-    core.tick(30.0)
-    pose = core.localizer.pose
-    assert pose is not None
-    return pose[2]
+    core.tick(seconds)
+    pose, P = core.localizer.pose, core.localizer.cov
+    assert pose is not None and P is not None
+    return pose[2], math.sqrt(float(P[2, 2]))
 
 
 def test_an_agent_waiting_still_keeps_its_heading() -> None:
     bias = 0.015  # rad/s: a heading error of 0.45 rad after 30 s if integrated
-    drifted = _heading_after_waiting(False, bias)
-    kept = _heading_after_waiting(True, bias)
+    drifted, _ = _heading_after_waiting(False, bias)
+    kept, _ = _heading_after_waiting(True, bias)
     assert abs(drifted) > 0.3
     assert abs(kept) < 0.05
+
+
+def test_a_still_agent_that_knows_its_bias_knows_its_heading_is_kept() -> None:
+    """The heading's σ once the bias is learnt grows as the residual's, not the unknown
+    bias's, and still covers the error: over 20 noise draws, 30 s still, the errors are
+    inside 2σ and their mean square below the variance's."""
+    bias = 0.015
+    runs = np.array([_heading_after_waiting(True, bias, seed) for seed in range(20)])
+    errors, sigmas = runs[:, 0], runs[:, 1]
+    assert np.all(sigmas < math.radians(3.0))  # was 6.3 deg: 0.02·sqrt(2·0.5·30)
+    assert np.all(np.abs(errors) <= 2.0 * sigmas)
+    assert float(np.mean(errors**2 / sigmas**2)) < 1.0
+    _, unknown = _heading_after_waiting(False, bias)
+    assert unknown == pytest.approx(math.sqrt(1e-4 + 2 * 0.02**2 * 0.5 * 30.0), rel=0.02)

@@ -116,7 +116,10 @@ def put(ekf: PoseEKF, x: np.ndarray, P: np.ndarray) -> None:
 # --------------------------------------------------------------------------- textbook equations
 
 
-def test_one_predict_matches_the_textbook_ekf() -> None:
+@pytest.mark.parametrize("gyro_error", [None, 0.005])
+def test_one_predict_matches_the_textbook_ekf(gyro_error: float | None) -> None:
+    """``gyro_error``: the sample's own rate error σ (a rate less a learnt bias), None: the
+    parameters'."""
     drive = DriveModel(track=0.13, max_wheel_speed=0.5, deadband=0.25)
     params = LocalizerParams(max_step=1.0, camera_forward=0.0)
     ekf = PoseEKF(TAGS, drive, params, t0=10.0)
@@ -124,7 +127,7 @@ def test_one_predict_matches_the_textbook_ekf() -> None:
     P0 = np.array([[0.01, 0.002, 0.001], [0.002, 0.02, -0.001], [0.001, -0.001, 0.005]])
     put(ekf, x0, P0)
     dl, dr, gyro, dt = 0.6, 0.8, 0.4, 0.1
-    ekf.predict(dt, dl, dr, gyro)
+    ekf.predict_to(10.0 + dt, dl, dr, gyro, gyro_error)
 
     # Textbook: v from the deadband-linear duty model, yaw rate from the gyro.
     def speed(d: float) -> float:
@@ -144,7 +147,8 @@ def test_one_predict_matches_the_textbook_ekf() -> None:
     )
     tau2 = 2 * params.error_correlation_time
     sv = params.speed_error_frac * abs(v) + params.speed_error_floor
-    M = np.diag([tau2 * sv**2 / dt, tau2 * params.gyro_error**2 / dt])
+    sw = params.gyro_error if gyro_error is None else gyro_error
+    M = np.diag([tau2 * sv**2 / dt, tau2 * sw**2 / dt])
     # Isotropic diffusion, plus the turning skid-steer's stray centre of rotation: a velocity
     # error icr_offset·|w| per axis, correlated over τ (spectral density 2τσ²).
     slip = params.position_noise_density + tau2 * (params.icr_offset * w) ** 2
