@@ -165,7 +165,7 @@ class AgentCore:
             empty = self.localizer.pose_at(batch.t_capture)
             if empty is not None:
                 self.seeker.after_frame(batch.t_capture, empty[0], empty[1], None,
-                                        self.track.initialised)
+                                        self.track.initialised, robots=self._other_robots(now))
         if not result.applied:
             return
         self._news = True
@@ -199,11 +199,13 @@ class AgentCore:
             (px, py, ptheta), P_pose = at
             s = self.config.sensing
             footprint = Footprint(px, py, ptheta, s.range, s.fov, s.min_range)
-            self.grid.deposit(footprint, detections)
-            self.seeker.after_frame(batch.t_capture, at[0], at[1], det, self.track.initialised)
+            robots = self._other_robots(now)
+            self.grid.deposit(footprint, detections, room=self.config.room, robots=robots,
+                              robot_radius=self.config.nav.robot_radius)
+            self.seeker.after_frame(batch.t_capture, at[0], at[1], det, self.track.initialised,
+                                    robots=robots)
             self.vetting.own_view(batch.t_capture, footprint, P_pose,
-                                  None if det is None else (det.x, det.y),
-                                  self._other_robots(now))
+                                  None if det is None else (det.x, det.y), robots)
 
     def on_peer_discovered(self, name: str, addr: Address, epoch: int, now: float) -> None:
         """Discovery (mDNS or a static list) names an address to PING; it makes no peer."""
@@ -252,8 +254,12 @@ class AgentCore:
         elif isinstance(body, Look):
             mapped = peer_time(peer, body.t_ref, now)
             trusted = not self.config.use_reputation or self.reputation.fusable(peer.name)
+            pose = self.localizer.pose
+            robots = self._other_robots(now, besides=peer.name)
+            if pose is not None:
+                robots.append((pose[0], pose[1]))
             record = self.seeker.on_peer_look(peer, body, None if mapped is None else mapped[0],
-                                              trusted, now)
+                                              trusted, now, robots=robots)
             if record is not None:
                 self._emit("peer_look", record)
         elif isinstance(body, Bye):
@@ -521,12 +527,14 @@ class AgentCore:
     def _active_peers(self, now: float) -> Iterable[Peer]:
         return self.peers.active()
 
-    def _other_robots(self, now: float) -> list[tuple[float, float]]:
-        """Where the other robots are believed to be (their newest positions, not stale)."""
+    def _other_robots(self, now: float, besides: str | None = None) -> list[tuple[float, float]]:
+        """Where the other robots (but ``besides``) are believed to be (their newest
+        positions, not stale)."""
         return [
             p.position
             for p in self._active_peers(now)
             if p.position is not None and now - p.position_at <= self.config.peer_lost_after
+            and p.name != besides
         ]
 
     def _decide(self, now: float, pose: tuple[float, float, float] | None) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,7 @@ class Seeker:
     def __init__(self, config: AgentConfig, counters: RejectCounters, t0: float) -> None:
         self.config = config
         s = config.search
-        self.map = SearchMap(config.room, s) if s.enabled else None
+        self.map = SearchMap(config.room, s, config.nav.robot_radius) if s.enabled else None
         self.counters = counters  # the core's: refused looks are counted with the rest
         self.stats: dict[str, float] = {"looks_made": 0, "looks_applied": 0, "looks_sent": 0,
                                         "seen_own": 0.0, "seen_peers": 0.0}
@@ -71,9 +72,11 @@ class Seeker:
         self.collect_looks = False  # keep own looks in new_looks (the lockstep oracle)
         self.new_looks: list[CameraLook] = []
 
-    def after_frame(self, t: float, pose: Any, P_pose: Any, det: Any, tracking: bool) -> None:
+    def after_frame(self, t: float, pose: Any, P_pose: Any, det: Any, tracking: bool, *,
+                    robots: Sequence[tuple[float, float]] = ()) -> None:
         """A frame with a pose: a detection collapses the map; else, at most every
-        ``look_interval``, with a good pose and no track, a look that saw nothing."""
+        ``look_interval``, with a good pose and no track, a look that saw nothing (past
+        the other ``robots``, where they are believed to stand)."""
         smap = self.map
         if smap is None:
             return
@@ -92,7 +95,7 @@ class Seeker:
         sensing = self.config.sensing
         look = rounded_look(t, (x + cf * math.cos(th), y + cf * math.sin(th), th),
                             sensing.range, sensing.fov)
-        self.stats["seen_own"] += smap.apply_look(look)
+        self.stats["seen_own"] += smap.apply_look(look, robots)
         self.stats["looks_made"] += 1
         self._looks.append((self._seq, look))
         self._seq += 1
@@ -121,10 +124,13 @@ class Seeker:
         return Look(looks[0][0], t_ref, range_cm(sensing.range), fov_mrad(sensing.fov), records)
 
     def on_peer_look(self, peer: Peer, body: Look, t_ref: float | None, trusted: bool,
-                     now: float) -> dict[str, Any] | None:
+                     now: float, *, robots: Sequence[tuple[float, float]] = (),
+                     ) -> dict[str, Any] | None:
         """A peer's LOOK, its ``t_ref`` on our clock (None: the peer's clock is not mapped
-        yet); ``trusted``: reputation lets the peer be fused. Returns the log record of
-        what was applied, or None when the whole LOOK was refused (and counted)."""
+        yet); ``trusted``: reputation lets the peer be fused; ``robots``: the other robots
+        (this one included, the peer not) where they stand now, which hid what was behind
+        them from the peer's camera. Returns the log record of what was applied, or None
+        when the whole LOOK was refused (and counted)."""
         smap = self.map
         s = self.config.search
         if smap is None or not s.share or self.config.fusion == FUSION_NONE:
@@ -158,7 +164,7 @@ class Seeker:
             if not bucket.take(now):
                 self.counters.count("look_rate_exceeded")
                 continue
-            seen += smap.apply_look(look)
+            seen += smap.apply_look(look, robots)
             applied += 1
             newest = self._peer_views.get(peer.name)
             if newest is None or look.t >= newest.t:

@@ -30,7 +30,9 @@ from agents.belief.lattice import (
     origin_for,
     shift_slices,
 )
+from agents.belief.occlusion import hidden
 from agents.belief.params import GridParams
+from agents.room import Room
 
 Int16Array = npt.NDArray[np.int16]
 
@@ -246,7 +248,9 @@ class PheromoneGrid:
         np.minimum(self._var, p.var_max, out=self._var)
 
     # ---------------------------------------------------------------- DEPOSIT
-    def deposit(self, footprint: Footprint | None, detections: Sequence[Detection] = ()) -> int:
+    def deposit(self, footprint: Footprint | None, detections: Sequence[Detection] = (), *,
+                room: Room | None = None, robots: Sequence[tuple[float, float]] = (),
+                robot_radius: float = 0.0) -> int:
         """Scalar Kalman update of the observed cells; returns how many were updated.
 
         Positive evidence: a detection with covariance ``S`` (plus ``c²/12·I``, the
@@ -257,8 +261,10 @@ class PheromoneGrid:
         to hold the target. Where detections overlap, the smallest R wins. Detections
         count whether or not they lie inside the footprint.
 
-        Negative evidence: every other cell whose centre lies in the footprint gets
-        ``z = 0`` with ``R = r_miss`` (searched and found empty).
+        Negative evidence: every other cell whose centre lies in the footprint, and is not
+        hidden from the camera by the ``room``'s obstacles or the other ``robots`` (discs
+        of ``robot_radius``, :mod:`agents.belief.occlusion`), gets ``z = 0`` with
+        ``R = r_miss`` (searched and found empty).
 
         Update: ``K = var/(var+R)``, ``mu += K(z - mu)``, ``var = (1-K)·var``.
         Only the bounding box of the footprint and the detection gates is touched.
@@ -288,7 +294,13 @@ class PheromoneGrid:
 
         # info = 1/R per cell; 0 where the cell is not observed (R = ∞, K = 0).
         if footprint is not None:
-            info = footprint.sees(self._xs[c0:c1], self._ys[r0:r1]) * (1.0 / p.r_miss)
+            seen = footprint.sees(self._xs[c0:c1], self._ys[r0:r1])
+            if robots or (room is not None and room.obstacles):
+                sr, sc = np.nonzero(seen)
+                behind = hidden(footprint.x, footprint.y, self._xs[c0 + sc], self._ys[r0 + sr],
+                                room, robots=robots, robot_radius=robot_radius)
+                seen[sr[behind], sc[behind]] = False
+            info = seen * (1.0 / p.r_miss)
         else:
             info = np.zeros((r1 - r0, c1 - c0))
         # Positive evidence: weight = 1/R of a z = 1 measurement = exp(-d²/2) / r_hit inside

@@ -19,8 +19,8 @@ Three things change it:
   that a camera at the look's pose detects a target in that cell
   (:meth:`SearchMap.detection`): ``p_detect`` within 80 % of the range and of the
   half field of view, falling linearly to 0 at their edges, 0 closer than
-  ``min_range`` and 0 behind an obstacle (every obstacle is taken to block
-  the view; one that does not only costs information). After every update a
+  ``min_range`` and 0 behind an obstacle or another robot the look is told of
+  (:mod:`agents.belief.occlusion`). After every update a
   ``floor`` share of the uniform map is mixed back in, so no look makes a
   place impossible.
 - **a detection or a track** (:meth:`SearchMap.collapse`): the map becomes the
@@ -46,12 +46,14 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
+from agents.belief.occlusion import hidden
 from agents.checks import finite, require
 from agents.room import Room
 from agents.shortest_paths import PathTrees, grid_graph
@@ -190,32 +192,16 @@ def rounded_look(t: float, camera: tuple[float, float, float], range_: float,
     )
 
 
-def _occluded(cx: float, cy: float, px: FloatArray, py: FloatArray,
-              room: Room) -> BoolArray:
-    """Whether the segment from the camera (cx, cy) to each point crosses an obstacle."""
-    hidden = np.zeros(px.shape, dtype=bool)
-    if not room.obstacles:
-        return hidden
-    dx, dy = px - cx, py - cy
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv_x, inv_y = 1.0 / dx, 1.0 / dy
-        for b in room.obstacles:
-            x0, x1 = b.cx - 0.5 * b.sx, b.cx + 0.5 * b.sx
-            y0, y1 = b.cy - 0.5 * b.sy, b.cy + 0.5 * b.sy
-            ax, bx = (x0 - cx) * inv_x, (x1 - cx) * inv_x
-            ay, by = (y0 - cy) * inv_y, (y1 - cy) * inv_y
-            enter = np.maximum(np.minimum(ax, bx), np.minimum(ay, by))
-            leave = np.minimum(np.maximum(ax, bx), np.maximum(ay, by))
-            hidden |= (enter <= leave) & (leave >= 0.0) & (enter <= 1.0)
-    return hidden
-
-
 class SearchMap:
     """Where the target may be, room-wide; see the module docstring."""
 
-    def __init__(self, room: Room, params: SearchParams | None = None) -> None:
+    def __init__(self, room: Room, params: SearchParams | None = None,
+                 robot_radius: float = 0.0) -> None:
+        """``robot_radius``: the other robots' discs, which hide what is behind them from a
+        look that is told where they stand (0: robots hide nothing)."""
         self.room = room
         self.params = params if params is not None else SearchParams()
+        self.robot_radius = robot_radius
         c = self.params.cell_size
         self.nx = max(1, math.ceil(room.width / c - 1e-9))
         self.ny = max(1, math.ceil(room.height / c - 1e-9))
@@ -307,9 +293,10 @@ class SearchMap:
     # ------------------------------------------------------------------ looks
 
     def detection(
-        self, look: CameraLook
+        self, look: CameraLook, robots: Sequence[tuple[float, float]] = ()
     ) -> tuple[tuple[slice, slice], FloatArray]:
-        """P_d of ``look`` over the cells of its bounding box: (rows, columns) and the array."""
+        """P_d of ``look`` over the cells of its bounding box: (rows, columns) and the array
+        (``robots``: where the other robots stood, hiding what is behind them)."""
         s = self.params
         c = s.cell_size
         r = look.range
@@ -321,9 +308,10 @@ class SearchMap:
         if i1 <= i0 or j1 <= j0:
             return box, np.zeros((max(0, j1 - j0), max(0, i1 - i0)))
         px, py = np.meshgrid(self.xs[i0:i1], self.ys[j0:j1])
-        return box, self._pd(look, px, py) * self.free[box]
+        return box, self._pd(look, px, py, robots) * self.free[box]
 
-    def _pd(self, look: CameraLook, px: FloatArray, py: FloatArray) -> FloatArray:
+    def _pd(self, look: CameraLook, px: FloatArray, py: FloatArray,
+            robots: Sequence[tuple[float, float]]) -> FloatArray:
         s = self.params
         x, y, heading, range_, fov = look.x, look.y, look.heading, look.range, look.fov
         dx, dy = px - x, py - y
@@ -335,12 +323,14 @@ class SearchMap:
             bearing = np.abs(np.remainder(np.arctan2(dy, dx) - heading + math.pi, 2.0 * math.pi)
                              - math.pi)
             g = g * np.clip((half - bearing) / ((1.0 - CORE) * half), 0.0, 1.0)
-        g = np.where(_occluded(x, y, px, py, self.room), 0.0, g)
+        g = np.where(hidden(x, y, px, py, self.room, robots=robots,
+                            robot_radius=self.robot_radius), 0.0, g)
         return s.p_detect * g
 
-    def apply_look(self, look: CameraLook) -> float:
-        """A look that saw nothing; returns the probability it had of seeing the target."""
-        box, pd = self.detection(look)
+    def apply_look(self, look: CameraLook, robots: Sequence[tuple[float, float]] = ()) -> float:
+        """A look that saw nothing; returns the probability it had of seeing the target
+        (``robots``: where the other robots stood, hiding what is behind them)."""
+        box, pd = self.detection(look, robots)
         region = self.p[box]
         seen = float((region * pd).sum())
         self.p[box] = region * (1.0 - pd)

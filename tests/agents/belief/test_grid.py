@@ -492,3 +492,23 @@ def test_var_stays_in_bounds_and_mu_finite_under_random_operations(ops: list[tup
         assert np.all(grid.var > 0.0)
         assert np.all(grid.var >= p.var_min) and np.all(grid.var <= p.var_max)
         assert np.all(np.isfinite(grid.mu))
+
+
+def test_negative_evidence_stops_at_obstacles_and_other_robots() -> None:
+    """Only the cells the camera could see are searched and found empty: none behind a crate
+    or another robot."""
+    from agents.belief.occlusion import hidden
+    from agents.room import Box, Room
+
+    room = Room(4.0, 3.0, (Box(0.0, -0.3, 0.2, 0.2),))  # the grid spans ±1.2 m, ±0.8 m
+    robots = [(-0.2, 0.35)]
+    fp = Footprint(-1.0, 0.0, 0.0, 2.0, math.radians(90))
+    gx, gy = PheromoneGrid(SMALL).cell_centres()
+    covered = fp.sees(np.unique(gx), np.unique(gy))
+    behind = hidden(-1.0, 0.0, gx, gy, room, robots=robots, robot_radius=0.13)
+    assert np.count_nonzero(covered & behind) > 10
+    grid = PheromoneGrid(SMALL)
+    n = grid.deposit(fp, [], room=room, robots=robots, robot_radius=0.13)
+    changed = grid.var < grid.params.var_max
+    assert np.array_equal(changed, covered & ~behind)
+    assert n == int(np.count_nonzero(covered & ~behind))

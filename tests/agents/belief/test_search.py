@@ -195,3 +195,22 @@ def test_partition_weighs_down_the_cells_nearer_a_peer() -> None:
     assert np.allclose(q[:, east], 0.2 * m.p[:, east])
     q2 = m.partition((1.0, 1.5), [(3.0, 1.5), (1.0, 0.25)], 0.2)  # a second peer, south
     assert np.allclose(q2[0, west], 0.2 * m.p[0, west])  # the bottom row is nearer to it
+
+
+def test_another_robot_hides_what_lies_behind_it() -> None:
+    m = SearchMap(ROOM, EXACT, robot_radius=0.13)
+    look = CameraLook(0.0, 0.6, 1.5, 0.0, 3.0, math.radians(40.0))
+    j = m.cell_of(0.0, 1.5)[0]
+    front, back = m.cell_of(1.1, 0.0)[1], m.cell_of(2.8, 0.0)[1]
+    box, pd = m.detection(look, robots=[(1.6, 1.5)])
+    full = np.zeros_like(m.p)
+    full[box] = pd
+    assert full[j, front] == pytest.approx(0.8)  # between the camera and the robot
+    assert full[j, back] == 0.0  # behind it
+    # A look told of no robot, or a map whose robots have no size, sees the cell.
+    for robots, radius in (((), 0.13), ([(1.6, 1.5)], 0.0)):
+        b, p = SearchMap(ROOM, EXACT, robot_radius=radius).detection(look, robots)
+        assert p[j - b[0].start, back - b[1].start] == pytest.approx(0.8)
+    before = m.p[j, back]
+    m.apply_look(look, [(1.6, 1.5)])
+    assert m.p[j, back] > before  # renormalised: the cell behind gained what others lost
