@@ -14,25 +14,27 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
+from agents.belief.occlusion import hidden_by_discs
 from agents.room import Room
 
 Point = tuple[float, float]
 
 
-def _segment_distance(p: Point, a: Point, b: Point) -> float:
-    """Distance from ``p`` to the segment from ``a`` to ``b``."""
-    ax, ay = a
-    dx, dy = b[0] - ax, b[1] - ay
-    n = dx * dx + dy * dy
-    s = 0.0 if n <= 0.0 else min(1.0, max(0.0, ((p[0] - ax) * dx + (p[1] - ay) * dy) / n))
-    return math.hypot(p[0] - ax - s * dx, p[1] - ay - s * dy)
-
-
 def view_blocked(view: Point, place: Point, others: Sequence[Point], body: float) -> bool:
     """Whether another robot stands within ``body`` of the line of sight from ``view`` to
     ``place`` (or on ``view`` itself)."""
-    return any(_segment_distance(o, view, place) < body for o in others)
+    return bool(_blocked(view, [place], others, body)[0])
+
+
+def _blocked(camera: Point, points: Sequence[Point], others: Sequence[Point],
+             body: float) -> npt.NDArray[np.bool_]:
+    """:func:`view_blocked` of each of ``points`` seen from ``camera`` (the test is
+    symmetric: a place seen from many viewpoints is many viewpoints seen from the place)."""
+    px = np.array([q[0] for q in points], dtype=np.float64)
+    py = np.array([q[1] for q in points], dtype=np.float64)
+    return hidden_by_discs(camera[0], camera[1], px, py, others, radius=body)
 
 
 def _clear_of_room(view: Point, place: Point, room: Room, keep_out: float) -> bool:
@@ -74,21 +76,20 @@ def free_viewpoint(
     ux, uy = (robot[0] - place[0]) / d, (robot[1] - place[1]) / d
     r = min(d, standoff)
     own = (place[0] + r * ux, place[1] + r * uy)
-    in_the_way = [o for o in others if _segment_distance(o, own, place) < body]
+    in_the_way = [o for o in others if view_blocked(own, place, [o], body)]
     if not in_the_way:
         return None
     base = math.atan2(uy, ux)
     # Turn away from the side the robots in the way stand on (anticlockwise on a tie).
     lean = sum(ux * (o[1] - place[1]) - uy * (o[0] - place[0]) for o in in_the_way)
     signs = (-1.0, 1.0) if lean > 0.0 else (1.0, -1.0)
-    for k in range(1, int(max_turn / step + 1e-9) + 1):
-        for sign in signs:
-            a = base + sign * k * step
-            view = (place[0] + standoff * math.cos(a), place[1] + standoff * math.sin(a))
-            if not view_blocked(view, place, others, body) and _clear_of_room(
-                view, place, room, keep_out
-            ):
-                return view
+    angles = [base + sign * k * step
+              for k in range(1, int(max_turn / step + 1e-9) + 1) for sign in signs]
+    views = [(place[0] + standoff * math.cos(a), place[1] + standoff * math.sin(a))
+             for a in angles]
+    for view, blocked in zip(views, _blocked(place, views, others, body).tolist(), strict=True):
+        if not blocked and _clear_of_room(view, place, room, keep_out):
+            return view
     return None
 
 
