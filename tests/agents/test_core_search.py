@@ -220,3 +220,19 @@ def test_the_belief_log_carries_the_search_counters_not_the_map() -> None:
     assert beliefs and beliefs[-1]["search"]["looks_made"] == 3
     assert beliefs[-1]["search"]["shape"] == (20, 20)
     assert "search_f32" not in beliefs[-1]  # a re-run rebuilds the map; the log is smaller
+
+
+def test_a_peers_look_is_applied_past_the_robots_in_front_of_it() -> None:
+    """A third robot stands 0.8 m in front of hazel's camera: the receiver applies hazel's
+    look without the cells behind it (this robot has no pose: it hides nothing)."""
+    core = synced_core()
+    pecan = Heartbeat(1.8, 1.0, 0.0, (0.1, 0.0, 0.0, 0.1, 0.0, 0.1), Mode.SEARCH, 0, 0, ())
+    core.on_message(Message(SWARM, "pecan", 3, 0, 0.0, pecan), ("127.0.0.10", 40000), 0.0)
+    core.on_message(look_message(1, 10, [A]), PEER, 0.5)
+    assert core.seeker.map is not None and core.seeker.stats["looks_applied"] == 1
+    expected = SearchMap(Room(5.0, 5.0), STILL, robot_radius=core.config.nav.robot_radius)
+    expected.apply_look(CameraLook(0.0, 1.0, 1.0, 0.0, 3.0, 1.082), [(1.8, 1.0)])
+    assert np.array_equal(core.seeker.map.p, expected.p)
+    assert not np.array_equal(core.seeker.map.p, applied_directly([A]))
+    behind = core.seeker.map.cell_of(3.0, 1.0)
+    assert core.seeker.map.p[behind] > applied_directly([A])[behind]  # not searched
