@@ -17,7 +17,8 @@ corrected sample (0.021 rad/s before any still sample; 0.0068 after 30 s still, 
 drift holds the estimate's σ near 0.0025), so a robot holding still keeps its heading σ
 under 3° for ~60 s instead of ~7 s. What 10 Hz samples miss of a turning skid-steer's rate
 (jumps of 1-5 rad/s within 50 ms) is the filter's wander model's, not this σ's: measured on
-waypoints and random_walk seeds 1-4 (16 car-runs), the heading's NEES stayed consistent,
+waypoints and random_walk seeds 1-4 (16 car-runs in lockstep; the filter's heading and its
+variance every 0.1 s against the world log's truth), the heading's NEES stayed consistent,
 95 % bounds held 93-97 % of the time (91-98 % with the 0.02), mean 1.23 / 0.87 (1.43 /
 1.08), and the heading errors fell on random_walk (p95 6-10° against 7-22°).
 

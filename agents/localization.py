@@ -60,7 +60,7 @@ apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
 time-aware entry point. The geometry (motion step, range-bearing model, the
 pose from tags alone) is :mod:`agents.pose_geometry`.
 
-Why one module of ~750 lines: it is one filter. Its rewind-and-replay of held
+Why one module of ~760 lines: it is one filter. Its rewind-and-replay of held
 inputs (and of ramped gyro rates), its gates, its rules for losing the pose and
 its local frame while turning act on one state, and read best side by side.
 """
