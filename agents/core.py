@@ -588,7 +588,8 @@ class AgentCore:
             "mu_f32": np.ascontiguousarray(g.mu, dtype=np.float32).tobytes(),
             "var_f32": np.ascontiguousarray(g.var, dtype=np.float32).tobytes(),
             "pose": self.localizer.pose,
-            "gyro_bias": [self.gyro_bias.bias, self.gyro_bias.std, self.gyro_bias.updates],
+            "gyro_bias": [self.gyro_bias.bias, self.gyro_bias.std, self.gyro_bias.updates,
+                          self.gyro_bias.noise_std],
             "mean_var": g.mean_variance(),
             "mass": g.total_mass(),
             "peers": {

@@ -7,8 +7,15 @@ heading by 0.6 rad a minute between tag sightings. A car whose wheels have had
 zero duty for ``settle_time`` stands still, so what its gyro reads then is the
 bias and noise: each such sample is a scalar Kalman update of the bias, which
 otherwise wanders as a random walk of density ``drift_psd``. A still car whose
-gyro reads more than ``max_still_rate`` from the estimate is being turned by
-something else (another robot, a hand) and teaches nothing.
+gyro reads more than ``max_still_rate`` from the estimate (or four σ of a noisier
+gyro's spread) is being turned by something else (another robot, a hand) and teaches
+nothing.
+
+The same still samples show the gyro's noise: each innovation's square less the
+estimate's variance is one draw of the noise variance. The noise used is the larger of
+that learnt value and the configured ``sample_noise`` (the simulated gyro's): a real
+car's gyro that is noisier than assumed widens the heading as it should, and one that
+is quieter is never trusted below the configuration.
 
 What is left after the correction is the estimate's error and each sample's noise,
 far less than the 0.02 rad/s the pose filter assumes for a gyro whose bias it does not
@@ -36,6 +43,9 @@ from protocol.mz01.firmware import TELEMETRY_PERIOD_US
 
 SAMPLE_PERIOD = TELEMETRY_PERIOD_US * 1e-6
 """s between two gyro samples: the car's telemetry period, each sample held over it."""
+STILL_GATE_SIGMAS = 4.0
+"""A still sample counts within this many σ of the estimate, or ``max_still_rate`` if more
+(so that a noisy gyro's own spread is not cut off and read as a quiet one)."""
 
 
 @dataclass(frozen=True)
@@ -51,20 +61,25 @@ class GyroBiasParams:
     the 0.4 start duty is assumed to stop within it. A real car's log (duty and gyro in
     each ``car`` record) can check that."""
     sample_noise: float = 0.02
-    """White noise of one gyro sample, rad/s (1 sigma)."""
+    """White noise of one gyro sample, rad/s (1 sigma): the simulated gyro's, and the least
+    ever assumed; the still samples may show more (:meth:`GyroBias.noise_std`)."""
+    noise_prior_samples: float = 20.0
+    """How many still samples the configured ``sample_noise`` weighs as, against those
+    that show the noise (2 s standing still at 10 Hz)."""
     initial_std: float = 0.02
     """The bias before any still sample, rad/s (1 sigma, mean 0)."""
     drift_psd: float = 1e-6
     """Random-walk density of the bias, rad²/s³ (temperature drift)."""
     max_still_rate: float = 0.1
-    """rad/s: a still car's sample this far from the estimate is not used."""
+    """rad/s: a still car's sample this far from the estimate is not used (nor beyond
+    ``STILL_GATE_SIGMAS`` of the sample's spread, when that is wider)."""
 
     def __post_init__(self) -> None:
         require(isinstance(self.enabled, bool), "enabled must be true or false")
         for name in ("settle_time", "drift_psd"):
             value = getattr(self, name)
             require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0")
-        for name in ("sample_noise", "initial_std", "max_still_rate"):
+        for name in ("sample_noise", "initial_std", "max_still_rate", "noise_prior_samples"):
             value = getattr(self, name)
             require(math.isfinite(value) and value > 0.0, f"{name} must be finite and > 0")
 
@@ -82,20 +97,32 @@ class GyroBias:
         """Still samples refused (the car was being turned)."""
         self._t: float | None = None
         self._still_since: float | None = None
+        self._noise_sum = 0.0  # Σ (innovation² − the estimate's variance) over used samples
 
     @property
     def std(self) -> float:
         return math.sqrt(self.variance)
 
+    @property
+    def noise_std(self) -> float:
+        """rad/s: one sample's white noise: ``sample_noise``, or what the still samples show
+        when that is more (their mean of innovation² less the estimate's variance, with
+        ``sample_noise²`` weighing as ``noise_prior_samples`` samples)."""
+        p = self.params
+        prior = p.sample_noise**2
+        learnt = (p.noise_prior_samples * prior + self._noise_sum) / (
+            p.noise_prior_samples + self.updates)
+        return math.sqrt(max(prior, learnt))
+
     def residual_std(self, correlation_time: float) -> float | None:
         """rad/s: the error of a corrected rate as the localizer's rate-error σ correlated
         over ``correlation_time`` τ (a white-noise density of 2σ²τ): the estimate's own σ,
         plus each sample's white noise held for one telemetry period T, whose density is
-        ``sample_noise²·T``. None when the bias is not learnt (``enabled`` false): the
+        ``noise_std²·T``. None when the bias is not learnt (``enabled`` false): the
         localizer keeps its own model."""
         if not self.params.enabled:
             return None
-        white = self.params.sample_noise**2 * SAMPLE_PERIOD / (2.0 * correlation_time)
+        white = self.noise_std**2 * SAMPLE_PERIOD / (2.0 * correlation_time)
         return math.sqrt(self.variance + white)
 
     def correct(self, now: float, duty_left: float, duty_right: float,
@@ -117,8 +144,10 @@ class GyroBias:
             return gyro_z
         if self._still_since is not None and now - self._still_since >= p.settle_time:
             innovation = gyro_z - self.bias
-            if abs(innovation) <= p.max_still_rate:
-                gain = self.variance / (self.variance + p.sample_noise**2)
+            spread = self.variance + self.noise_std**2
+            if abs(innovation) <= max(p.max_still_rate, STILL_GATE_SIGMAS * math.sqrt(spread)):
+                gain = self.variance / spread
+                self._noise_sum += innovation**2 - self.variance
                 self.bias += gain * innovation
                 self.variance *= 1.0 - gain
                 self.updates += 1
@@ -127,4 +156,4 @@ class GyroBias:
         return gyro_z - self.bias
 
 
-__all__ = ["SAMPLE_PERIOD", "GyroBias", "GyroBiasParams"]
+__all__ = ["SAMPLE_PERIOD", "STILL_GATE_SIGMAS", "GyroBias", "GyroBiasParams"]

@@ -19,10 +19,11 @@ DT = 0.1  # telemetry at 10 Hz
 
 
 def test_still_samples_give_the_textbook_estimate() -> None:
-    """Without drift the bias after n used samples is the precision-weighted mean."""
+    """Without drift the bias after n used samples is the precision-weighted mean (the
+    samples quieter than ``sample_noise``, so that is the noise used throughout)."""
     p = GyroBiasParams(drift_psd=0.0, settle_time=0.5, sample_noise=0.02, initial_std=0.02)
     g = GyroBias(p)
-    samples = np.random.default_rng(1).normal(0.013, 0.02, 60)
+    samples = np.random.default_rng(1).normal(0.013, 0.01, 60)
     for k, z in enumerate(samples):
         g.correct(k * DT, 0.0, 0.0, float(z))
     used = samples[5:]  # from 0.5 s of zero duty on
@@ -32,6 +33,43 @@ def test_still_samples_give_the_textbook_estimate() -> None:
     assert g.variance == pytest.approx(1 / precision, rel=1e-9)
     assert g.bias == pytest.approx(used.sum() / p.sample_noise**2 / precision, rel=1e-9)
     assert abs(g.bias - 0.013) < 3 * g.std
+    assert g.noise_std == p.sample_noise
+
+
+def test_the_noise_learnt_is_the_prior_and_the_innovations_less_the_estimate_variance() -> None:
+    p = GyroBiasParams(drift_psd=0.0, settle_time=0.0, sample_noise=0.01, initial_std=0.02,
+                       noise_prior_samples=4.0)
+    g = GyroBias(p)
+    total = 0.0
+    for k, z in enumerate((0.05, -0.03, 0.06)):
+        prior_variance, bias = g.variance, g.bias
+        g.correct(k * DT, 0.0, 0.0, z)
+        total += (z - bias) ** 2 - prior_variance
+        learnt = (4.0 * 0.01**2 + total) / (4.0 + k + 1)
+        assert g.noise_std == pytest.approx(math.sqrt(max(0.01**2, learnt)), rel=1e-12)
+    assert g.noise_std > 0.02
+
+
+@pytest.mark.parametrize("true_noise", [0.06, 0.005])
+def test_a_noisier_gyro_is_learnt_and_a_quieter_one_never_trusted_below_the_setting(
+    true_noise: float,
+) -> None:
+    """60 s standing still at 10 Hz: a gyro three times noisier than the setting is learnt
+    within 10 % (the gate widens with it, so its tails are not cut off); a quieter one
+    keeps the setting. The residual handed to the localizer follows."""
+    g = GyroBias(GyroBiasParams(sample_noise=0.02))
+    samples = np.random.default_rng(5).normal(0.013, true_noise, 600)
+    for k, z in enumerate(samples):
+        g.correct(k * DT, 0.0, 0.0, float(z))
+    expected = max(true_noise, 0.02)
+    assert g.noise_std == pytest.approx(expected, rel=0.1)
+    if true_noise < 0.02:
+        assert g.noise_std == 0.02
+    assert g.refused <= 2
+    assert abs(g.bias - 0.013) < 3 * g.std
+    tau = 0.5
+    assert g.residual_std(tau) == pytest.approx(
+        math.sqrt(g.variance + g.noise_std**2 * SAMPLE_PERIOD / (2 * tau)), rel=1e-12)
 
 
 def test_only_a_settled_still_car_teaches_and_every_sample_is_corrected() -> None:
@@ -71,7 +109,8 @@ def test_disabled_passes_the_gyro_through() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"settle_time": -1.0}, {"sample_noise": 0.0},
-                                 {"max_still_rate": math.nan}, {"enabled": 1}])
+                                 {"max_still_rate": math.nan}, {"enabled": 1},
+                                 {"noise_prior_samples": 0.0}])
 def test_bad_parameters_are_refused(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         GyroBiasParams(**bad)  # type: ignore[arg-type]
