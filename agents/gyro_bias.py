@@ -28,6 +28,8 @@ waypoints and random_walk seeds 1-4 (16 car-runs in lockstep; the filter's headi
 variance every 0.1 s against the world log's truth), the heading's NEES stayed consistent,
 95 % bounds held 93-97 % of the time (91-98 % with the 0.02), mean 1.23 / 0.87 (1.43 /
 1.08), and the heading errors fell on random_walk (p95 6-10° against 7-22°).
+``stigmesh replay RUN --set gyro_bias.enabled=false`` re-runs a run's agents both ways on
+the same inputs and reports each one's heading error and NEES (tools/replay/metrics/pose.py).
 
 Sans-IO: :meth:`GyroBias.correct` takes the sample's time and returns the
 corrected rate; the caller feeds every telemetry sample in order.

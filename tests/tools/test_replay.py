@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from tools.experiments.lockstep import Lockstep
 from tools.replay.load import NotARunError, ProcessLog, find_arena, load_run, swarm_id_of
 from tools.replay.metrics import (
     GridRecord,
+    PoseSeries,
     TrackSamples,
     TrackSeries,
     Truth,
@@ -25,6 +27,8 @@ from tools.replay.metrics import (
     coverage_overlap,
     fraction_inside,
     latency,
+    localizer_errors,
+    localizer_summary,
     nees_bounds,
     resample,
     room_cells_of,
@@ -280,6 +284,35 @@ def test_nees_and_its_bounds() -> None:
     assert fraction_inside(e.nees2, (lo, hi)) == 0.5
 
 
+def test_the_localizer_is_judged_by_its_own_covariance() -> None:
+    """Errors drawn from each sample's covariance give NEES means near 1 (heading) and 3
+    (pose), 95 % inside the bounds; a heading error across ±π is the short way round; the
+    same errors with a covariance four times too small fail."""
+    rng = np.random.default_rng(4)
+    n = 4000
+    t = np.linspace(0.0, 40.0, n)
+    true = np.column_stack([np.full(n, 1.0), np.full(n, 2.0), np.full(n, math.pi - 0.01)])
+    truth = Truth(t, np.zeros((n, 4)), {"walnut": true})
+    P = np.array([[0.02**2, 0.0001 * 0.5, 0.0], [0.0001 * 0.5, 0.01**2, 0.0],
+                  [0.0, 0.0, 0.05**2]])
+    pose = true + rng.multivariate_normal(np.zeros(3), P, n)
+    pose[:, 2] = np.remainder(pose[:, 2] + math.pi, 2 * math.pi) - math.pi  # wrapped, as logged
+    pose[:10] = np.nan  # no pose yet
+    series = PoseSeries(t, pose, np.broadcast_to(P, (n, 3, 3)).copy())
+    e = localizer_errors(series, truth, "walnut")
+    assert np.nanmax(np.abs(e["heading"])) < 0.3  # not 2π − 0.3
+    m = localizer_summary(series, truth, "walnut", t_start=0.0)
+    assert m["held"] == pytest.approx(1 - 10 / n)
+    assert m["nees1"]["mean"] == pytest.approx(1.0, abs=0.1)
+    assert m["nees3"]["mean"] == pytest.approx(3.0, abs=0.2)
+    assert m["nees3"]["fraction_inside"] == pytest.approx(0.95, abs=0.02)
+    assert m["heading_error_deg"]["median"] == pytest.approx(
+        math.degrees(0.05 * 0.6745), rel=0.1)
+    tight = PoseSeries(t, pose, series.P / 4.0)
+    assert localizer_summary(tight, truth, "walnut", 0.0)["nees3"]["fraction_inside"] < 0.8
+    assert localizer_summary(series, truth, "hazel", 0.0)["nees1"]["mean"] is None
+
+
 def test_coverage_overlap_in_the_room() -> None:
     var_a = np.ones((4, 4))
     var_a[0, :2] = 0.1  # cells (0,0), (1,0)
@@ -344,6 +377,16 @@ def test_rerun_reproduces_the_recording_and_the_variant_differs(lockstep_run) ->
         assert r.changes == {"fusion": ("ci", "none")}
         assert r.baseline.t.size == r.variant.t.size >= 10 * (DURATION - 1)
         assert not r.baseline.input_errors
+    # The re-run's own pose, sampled after every tick, is the one each belief record logged.
+    walnut = reruns["walnut"].baseline.pose
+    logged = [(float(b["t"]), b["pose"]) for b in run.agents["walnut"].events("belief")
+              if b.get("pose") is not None]
+    assert len(logged) >= DURATION - 5
+    for t, pose in logged:
+        k = int(np.searchsorted(reruns["walnut"].baseline.t, t))
+        assert reruns["walnut"].baseline.t[k] == t
+        assert walnut.pose[k] == pytest.approx(pose, abs=1e-9)
+        assert walnut.t[k] <= t and np.isfinite(walnut.P[k]).all()
 
 
 def test_rerun_follows_the_agent_on_a_failing_input(lockstep_run, monkeypatch) -> None:

@@ -233,6 +233,11 @@ def rerun_table(rerun: Mapping[str, Any]) -> list[str]:
         ("NEES 4-state inside 95 % bounds", "errors.nees4.fraction_inside"),
         ("speed at detection within 10 %", "speed_at_detection.within_10_percent"),
         ("grid mean var, median", "grid_mean_var.median"),
+        ("own pose held", "pose.held"),
+        (f"own heading error {late}, p95 (deg)", "pose.heading_error_after_settle_deg.p95"),
+        ("own heading NEES inside 95 % bounds", "pose.nees1.fraction_inside"),
+        ("own heading NEES, mean (ideal 1)", "pose.nees1.mean"),
+        ("own pose NEES inside 95 % bounds", "pose.nees3.fraction_inside"),
     ]
     rows = []
     for label, path in specs:
@@ -240,7 +245,7 @@ def rerun_table(rerun: Mapping[str, Any]) -> list[str]:
         for n in names:
             r = rerun["agents"][n]
             a, b = _get(r["recorded_config"], path), _get(r["variant"], path)
-            if "fraction" in path or "within" in path:
+            if "fraction" in path or "within" in path or path == "pose.held":
                 cells.append(f"{pct(a)} / {pct(b)}")
             else:
                 cells.append(f"{fmt(a)} / {fmt(b)}")

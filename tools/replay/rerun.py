@@ -30,9 +30,11 @@ from tools.replay.metrics import (
     SPEED_TOLERANCE,
     DetectionSpeed,
     FloatArray,
+    PoseSeries,
     TrackSeries,
     Truth,
     error_summary,
+    localizer_summary,
     summary,
     track_errors,
     window_mean_var,
@@ -167,6 +169,7 @@ class RerunTrace:
     x: FloatArray  # (n, 4), NaN before the track exists
     P: FloatArray  # (n, 4, 4)
     mean_var: FloatArray
+    pose: PoseSeries  # the localizer after every tick, at the time its estimate refers to
     digests: list[tuple[float, str]]
     speeds_at_detection: list[tuple[float, float]]  # (track time, speed) after accepted updates
     input_errors: list[tuple[float, str, str]]  # (t, input, exception): the re-run stopped
@@ -188,6 +191,9 @@ class _Sampler:
         self.x: list[FloatArray] = []
         self.P: list[FloatArray] = []
         self.mean_var: list[float] = []
+        self.pose_t: list[float] = []
+        self.pose: list[FloatArray] = []
+        self.pose_P: list[FloatArray] = []
         self.speeds: list[tuple[float, float]] = []
         self.last: Line | None = None  # the newest line handed on
 
@@ -218,6 +224,17 @@ class _Sampler:
         self.x.append(x)
         self.P.append(P)
         self.mean_var.append(window_mean_var(core.grid.var, core.grid.origin, self.room_cells))
+        localizer = core.localizer
+        pose, cov = localizer.pose, localizer.cov
+        self.pose_t.append(localizer.t)
+        self.pose.append(np.full(3, np.nan) if pose is None else np.array(pose))
+        self.pose_P.append(np.full((3, 3), np.nan) if cov is None else cov)
+
+    def pose_series(self) -> PoseSeries:
+        n = len(self.pose_t)
+        return PoseSeries(np.asarray(self.pose_t, dtype=np.float64),
+                          np.stack(self.pose) if n else np.zeros((0, 3)),
+                          np.stack(self.pose_P) if n else np.zeros((0, 3, 3)))
 
 
 def agent_t0(log: ProcessLog) -> float:
@@ -260,6 +277,7 @@ def rerun_agent(
         np.stack(sampler.x) if n else np.zeros((0, 4)),
         np.stack(sampler.P) if n else np.zeros((0, 4, 4)),
         np.asarray(sampler.mean_var, dtype=np.float64),
+        sampler.pose_series(),
         digests,
         sampler.speeds,
         errors,
@@ -344,7 +362,9 @@ def rerun_run(
     return out
 
 
-def trace_metrics(trace: RerunTrace, truth: Truth | None, t_start: float) -> dict[str, Any]:
+def trace_metrics(trace: RerunTrace, truth: Truth | None, t_start: float,
+                  car: str | None = None) -> dict[str, Any]:
+    """A re-run's numbers; ``car``: the agent's car in the truth, for its own pose."""
     unc = np.trace(trace.P, axis1=1, axis2=2) / 4.0
     m: dict[str, Any] = {
         "ticks": int(trace.t.size),
@@ -365,6 +385,8 @@ def trace_metrics(trace: RerunTrace, truth: Truth | None, t_start: float) -> dic
             "abs_relative_error": summary(rel),
             "within_10_percent": float(np.mean(rel <= SPEED_TOLERANCE)) if rel.size else None,
         }
+        if car is not None and car in truth.cars:
+            m["pose"] = localizer_summary(trace.pose, truth, car, t_start)
     return m
 
 
@@ -382,8 +404,8 @@ def rerun_metrics(
                 "recorded_config": _errors(r.baseline),
                 "variant": _errors(r.variant),
             },
-            "recorded_config": trace_metrics(r.baseline, truth, t_start),
-            "variant": trace_metrics(r.variant, truth, t_start),
+            "recorded_config": trace_metrics(r.baseline, truth, t_start, name),
+            "variant": trace_metrics(r.variant, truth, t_start, name),
         }
     return out
 

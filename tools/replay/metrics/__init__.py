@@ -23,8 +23,9 @@ computed. An agent holds a track from the first one it logs until it drops it
 "while a track is held", and the held fraction is measured on its own.
 
 One module per metric family — :mod:`.truth`, :mod:`.track`, :mod:`.detections`,
-:mod:`.grid`, :mod:`.wire`, :mod:`.latency`, :mod:`.footprint` (what the cameras could
-see, from the truth and the arena), :mod:`.reputation` (when an agent distrusted a peer)
+:mod:`.grid`, :mod:`.pose` (each agent's own pose), :mod:`.wire`, :mod:`.latency`,
+:mod:`.footprint` (what the cameras could see, from the truth and the arena),
+:mod:`.reputation` (when an agent distrusted a peer)
 — on :mod:`.common`'s time base;
 :mod:`.analysis` is the one place that composes them into a run's numbers.
 This face hands their public names on.
@@ -61,13 +62,18 @@ from tools.replay.metrics.grid import (
     coverage_overlap,
     grid_peak_errors,
     grid_records,
-    pose_errors,
     room_cells_of,
     room_mean_var,
     window_inside,
     window_mean_var,
 )
 from tools.replay.metrics.latency import STAGES, Latency, latency, latency_summary
+from tools.replay.metrics.pose import (
+    PoseSeries,
+    localizer_errors,
+    localizer_summary,
+    pose_errors,
+)
 from tools.replay.metrics.reputation import distrust_times, first_distrust, liar_trace
 from tools.replay.metrics.track import (
     CONFIDENT_UNCERTAINTY,
@@ -104,6 +110,7 @@ __all__ = [
     "FloatArray",
     "GridRecord",
     "Latency",
+    "PoseSeries",
     "TrackErrors",
     "TrackSamples",
     "TrackSeries",
@@ -129,6 +136,8 @@ __all__ = [
     "latency",
     "latency_summary",
     "liar_trace",
+    "localizer_errors",
+    "localizer_summary",
     "nees_bounds",
     "outside_room",
     "own_config",

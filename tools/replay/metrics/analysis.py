@@ -25,10 +25,10 @@ from tools.replay.metrics.grid import (
     coverage_overlap,
     grid_peak_errors,
     grid_records,
-    pose_errors,
     room_mean_var,
 )
 from tools.replay.metrics.latency import Latency, latency, latency_summary
+from tools.replay.metrics.pose import pose_errors
 from tools.replay.metrics.track import (
     CONFIDENT_UNCERTAINTY,
     TrackErrors,

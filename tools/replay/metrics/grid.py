@@ -137,16 +137,6 @@ def grid_peak_errors(
     return out
 
 
-def pose_errors(grids: Sequence[GridRecord], truth: Truth, car: str) -> FloatArray:
-    out = np.full(len(grids), np.nan)
-    for k, g in enumerate(grids):
-        if g.pose is None:
-            continue
-        true = truth.car_at(car, g.t)[0]
-        out[k] = math.hypot(g.pose[0] - true[0], g.pose[1] - true[1])
-    return out
-
-
 def coverage(
     grids: Sequence[GridRecord],
     var_below: float = COVERAGE_VAR,
