@@ -24,8 +24,8 @@ decision rate (10 Hz): a desired (v, omega), the wheel duties the
   standoff the robot keeps facing the place: other robots brake it but do not turn it
   away, and it holds still within dead bands of distance and bearing
   (:class:`~agents.standoff.Hold`). When another robot stands on its line to a place to
-  verify, it drives to the viewpoint that sees the place past it and that it reaches and
-  faces the place from soonest (:func:`~agents.viewpoint.free_viewpoint`).
+  verify, it drives to the nearest viewpoint at the standoff that sees the place past it
+  (:func:`~agents.viewpoint.free_viewpoint`).
 - **GLANCE** (a pursuer at its standoff from a slow target whose heading has grown
   uncertain): it turns to a mapped tag until its heading is known again, then back
   (:class:`~agents.standoff.Glance`).
@@ -230,9 +230,7 @@ class Navigator:
         v = min(max(p.distance_gain * err, -p.v_back), p.v_max)
         if mode is NavMode.VERIFY:
             view = free_viewpoint(at, (x, y), scene.others, scene.room, standoff=self.standoff,
-                                  body=2.0 * p.robot_radius, keep_out=self.planner.keep_out,
-                                  heading=scene.pose[2], speed=p.v_max,
-                                  turn_rate=p.search_turn_rate)
+                                  body=2.0 * p.robot_radius, keep_out=self.planner.keep_out)
             if view is not None:
                 self.hold.release()
                 return self._drive_to_view(now, scene, view, at)

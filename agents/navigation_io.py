@@ -108,8 +108,7 @@ class NavParams:
     v_max: float = 0.5
     omega_max: float = 3.0
     search_turn_rate: float = 2.0
-    """Turn rate on the spot while there is no pose, rad/s (positive: counter-clockwise); also
-    the rate turns are priced at in choosing a viewpoint (agents.viewpoint)."""
+    """Turn rate on the spot while there is no pose, rad/s (positive: counter-clockwise)."""
     heading_gain: float = 2.0
     """omega = heading_gain · heading error, clipped to omega_max."""
     turn_in_place_angle: float = math.radians(50.0)
