@@ -16,7 +16,7 @@ from agents.belief.deposit import CAMERA_FOV, CAMERA_RANGE, inscribed_distance
 from agents.belief.search import SearchParams
 from agents.drive_model import DriveModel
 from agents.gyro_bias import GyroBiasParams
-from agents.localization import LocalizerParams
+from agents.localizer_params import LocalizerParams
 from agents.navigation import NavParams
 from agents.peers import PeerLimits
 from agents.room import Room

@@ -3,14 +3,10 @@
 State: world position (m) and heading (rad, wrapped to (-pi, pi]); heading 0
 faces +x, counter-clockwise positive.
 
-**Predict** (:meth:`PoseEKF.predict`, :meth:`PoseEKF.predict_to`): the wheel
-duties give (v, omega) through the :class:`~agents.drive_model.DriveModel`;
-when a gyro yaw rate is given it replaces the wheels' differential. Motion
-uses the midpoint heading. The rate errors (duty-to-speed calibration, skid
-slip, gyro bias and noise) are correlated over ``error_correlation_time`` τ;
-they are modelled as white noise with the low-frequency spectral density of
-a first-order Gauss-Markov process, ``2·σ²·τ``, which bounds the error of a
-bias over horizons longer than τ and over-covers shorter ones.
+**Predict** (:meth:`PoseEKF.predict`, :meth:`PoseEKF.predict_to`): the motion model
+of :mod:`agents.pose_motion` (duties through the drive model, or the gyro's rate; rate
+errors correlated over ``error_correlation_time``) over the inputs held since the last
+step. The settings are :class:`~agents.localizer_params.LocalizerParams`.
 
 The gyro is a sample (10 Hz in telemetry) of a rate that moves between
 samples (by 1-5 rad/s within 50 ms in the simulated skid-steer car's turns).
@@ -60,9 +56,10 @@ apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
 time-aware entry point. The geometry (motion step, range-bearing model, the
 pose from tags alone) is :mod:`agents.pose_geometry`.
 
-Why one module of ~760 lines: it is one filter. Its rewind-and-replay of held
+Why one module of ~600 lines: it is one filter. Its rewind-and-replay of held
 inputs (and of ramped gyro rates), its gates, its rules for losing the pose and
-its local frame while turning act on one state, and read best side by side.
+its local frame while turning act on one state, and read best side by side; the
+motion model and the settings live beside it.
 """
 
 from __future__ import annotations
@@ -76,6 +73,7 @@ import numpy.typing as npt
 
 from agents.checks import require
 from agents.drive_model import DriveModel
+from agents.localizer_params import LocalizerParams
 from agents.observations import Detection, ObservationBatch, PoseFix, TagSighting
 from agents.pose_geometry import (
     DEGENERATE,
@@ -85,20 +83,15 @@ from agents.pose_geometry import (
     Offset,
     PoseSolution,
     compose,
-    motion_step,
     range_bearing,
     solve_pose_from_tags,
     target_position,
     wrap_angle,
 )
+from agents.pose_motion import HeldInputs, integrate
 from protocol.errors import RejectCounters
 
 FloatArray = npt.NDArray[np.float64]
-
-CHI2_2DOF_99 = 9.21
-"""99 % quantile of χ² with 2 degrees of freedom (range-bearing gate)."""
-CHI2_3DOF_99 = 11.34
-"""99 % quantile of χ² with 3 degrees of freedom (pose-fix gate)."""
 
 # Reasons (update results, counters, lost_reason), beside the pose solver's.
 NO_POSE = "no_pose"
@@ -114,92 +107,6 @@ TAGS_IN_FIX = "tags_in_fix"
 EMPTY = "empty"
 TURN_FRAME_EXPIRED = "turn_frame_expired"
 
-
-
-@dataclass(frozen=True)
-class LocalizerParams:
-    """Noise model, gates and limits of :class:`PoseEKF` (metres, radians, seconds)."""
-
-    speed_error_frac: float = 0.15
-    """Duty-to-speed calibration error, as a fraction of the modelled speed (1 sigma)."""
-    speed_error_floor: float = 0.01
-    """Speed error (m/s) even at rest or near the deadband edge."""
-    yaw_error_frac: float = 0.3
-    """Error of the wheel-differential yaw rate (skid slip), fraction of it, no gyro."""
-    yaw_error_floor: float = 0.05
-    """Yaw-rate error floor (rad/s) from the wheels, no gyro."""
-    gyro_error: float = 0.02
-    """Gyro yaw-rate error (bias plus noise), rad/s, unless a sample comes with its own
-    (the rate less a learnt bias, agents.gyro_bias)."""
-    error_correlation_time: float = 0.5
-    """τ of the rate errors, seconds."""
-    rate_change_window: float = 1.0
-    """Time constant (s) of the running estimate of how fast the gyro rate changes between
-    samples (its wander's spectral density, from consecutive samples)."""
-    position_noise_density: float = 1e-4
-    """Isotropic position diffusion, m²/s (bumps, lateral slip)."""
-    icr_offset: float = 0.02
-    """How far (m, 1 sigma) a skid-steer car's centre of rotation strays from the axle's
-    centre while it turns: a velocity error of icr_offset·|omega| on each axis, correlated
-    over τ like the rate errors. 0.013-0.026 m fitted on the simulated car's truth (its
-    displacement against the duty model's, 0.5 s and 1 s windows, eight_robots seeds 1-3;
-    without it the error was 2.5x the claimed sigma while turning); a real car's from its log."""
-    camera_forward: float = 0.05
-    """Camera optical centre ahead of the rotation centre along the car's axis, m."""
-    tag_gate: float = CHI2_2DOF_99
-    pose_fix_gate: float = CHI2_3DOF_99
-    init_quantile: float = 0.99
-    """Residual gate of the initial solve: this quantile of χ²(2n - 3)."""
-    init_max_position_trace: float = 0.02
-    """An initial solution less certain than this (m², trace of the position block) is refused."""
-    max_position_trace: float = 0.1
-    """The pose is lost when the position covariance trace exceeds this, m²."""
-    max_heading_var: float = math.radians(20.0) ** 2
-    """... or when the heading variance exceeds this, rad²."""
-    max_consecutive_rejections: int = 10
-    """The pose is lost after this many gated tag sightings in a row."""
-    max_lag: float = 0.5
-    """How far back (s) observations can be applied by rewinding; inputs are kept this long."""
-    order_tolerance: float = 0.02
-    """Slack (s) on capture order and on capture times slightly ahead of the filter."""
-    max_step: float = 0.05
-    """Longest integration substep, s."""
-    use_unsynchronized: bool = False
-    """Apply batches whose capture time is only a receipt time (clock not synchronised)."""
-
-    def __post_init__(self) -> None:
-        for name in (
-            "speed_error_frac",
-            "speed_error_floor",
-            "yaw_error_frac",
-            "yaw_error_floor",
-            "gyro_error",
-            "position_noise_density",
-            "icr_offset",
-            "order_tolerance",
-            "max_lag",
-        ):
-            value = getattr(self, name)
-            require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0")
-        for name in (
-            "error_correlation_time",
-            "rate_change_window",
-            "tag_gate",
-            "pose_fix_gate",
-            "init_max_position_trace",
-            "max_position_trace",
-            "max_heading_var",
-            "max_step",
-        ):
-            value = getattr(self, name)
-            require(math.isfinite(value) and value > 0.0, f"{name} must be finite and > 0")
-        require(math.isfinite(self.camera_forward), "camera_forward must be finite")
-        require(0.5 < self.init_quantile < 1.0, "init_quantile must be in (0.5, 1)")
-        require(
-            isinstance(self.max_consecutive_rejections, int)
-            and self.max_consecutive_rejections >= 1,
-            "max_consecutive_rejections must be an int >= 1",
-        )
 
 
 @dataclass(frozen=True)
@@ -230,36 +137,13 @@ class BatchResult:
 # --------------------------------------------------------------------------- filter
 
 
-@dataclass(frozen=True)
-class _Inputs:
-    """Wheel duties and the gyro rate over an interval.
-
-    The gyro rate at time τ is ``gyro_z + gyro_slope·(τ - sampled_at)``: held (slope 0,
-    ``next_sample`` None) until the next sample arrives, then a ramp to it (first-order
-    hold, ``next_sample`` its time). ``rate_psd`` is the spectral density (rad²/s³) of
-    the true rate's wander about that line, which the filter adds as heading noise.
-    """
-
-    duty_left: float
-    duty_right: float
-    gyro_z: float | None
-    sampled_at: float = 0.0
-    gyro_slope: float = 0.0
-    next_sample: float | None = None
-    rate_psd: float = 0.0
-    gyro_error: float | None = None  # the rate's error σ (None: LocalizerParams.gyro_error)
-
-    def sample(self) -> tuple[float, float, float | None, float | None]:
-        return self.duty_left, self.duty_right, self.gyro_z, self.gyro_error
-
-
 @dataclass
 class _Segment:
     """One interval of held inputs and the state at its start (None: no pose then)."""
 
     t0: float
     t1: float
-    inputs: _Inputs
+    inputs: HeldInputs
     x0: FloatArray | None
     P0: FloatArray | None
 
@@ -294,7 +178,7 @@ class PoseEKF:
         self._t_last_update = -math.inf
         self._consecutive_rejections = 0
         self._history: list[_Segment] = []
-        self._held: _Inputs | None = None
+        self._held: HeldInputs | None = None
         self._rate_psd: float | None = None
         self._local = False  # _x, _P: dead reckoning from the first sighting without a pose
         self._turn: dict[int, tuple[Offset, TagSighting]] = {}
@@ -371,52 +255,10 @@ class PoseEKF:
 
     # ---------------------------------------------------------------- predict
 
-    def _rates(self, u: _Inputs) -> tuple[float, float, float, float]:
-        """(v, omega at the sample, sigma_v, sigma_omega) for the given inputs."""
-        p = self.params
-        v, omega_wheels = self.drive.body_velocity(u.duty_left, u.duty_right)
-        sigma_v = p.speed_error_frac * abs(v) + p.speed_error_floor
-        if u.gyro_z is not None:
-            return v, u.gyro_z, sigma_v, p.gyro_error if u.gyro_error is None else u.gyro_error
-        return v, omega_wheels, sigma_v, p.yaw_error_frac * abs(omega_wheels) + p.yaw_error_floor
-
-    @staticmethod
-    def _wander_var(u: _Inputs, t: float, h: float) -> float:
-        """Heading variance (rad²) the rate's wander about its held or ramped line adds over
-        [t, t + h]: q·((a+h)³ - a³)/3 for a sample held since age a (integrated random
-        walk), q·Δ²·h/12 between two samples Δ apart (the bridge's q·Δ³/12 spread evenly).
-        """
-        if u.rate_psd <= 0.0:
-            return 0.0
-        if u.next_sample is None:
-            a = max(0.0, t - u.sampled_at)
-            return u.rate_psd * ((a + h) ** 3 - a**3) / 3.0
-        span = u.next_sample - u.sampled_at
-        return u.rate_psd * span * span * h / 12.0
-
-    def _integrate(
-        self, x: FloatArray, P: FloatArray, t0: float, dt: float, u: _Inputs
-    ) -> tuple[FloatArray, FloatArray]:
+    def _integrate(self, x: FloatArray, P: FloatArray, t0: float, dt: float,
+                   u: HeldInputs) -> tuple[FloatArray, FloatArray]:
         """The state and covariance at ``t0 + dt`` from those at ``t0`` under inputs ``u``."""
-        if dt <= 0.0:
-            return x.copy(), P.copy()
-        p = self.params
-        v, omega0, sv, so = self._rates(u)
-        steps = max(1, math.ceil(dt / p.max_step - 1e-9))
-        h = dt / steps
-        two_tau = 2.0 * p.error_correlation_time
-        for k in range(steps):
-            t = t0 + k * h
-            omega = omega0 + u.gyro_slope * (t + 0.5 * h - u.sampled_at)
-            # Diagonal matrices written out (np.diag of a list costs more than the maths).
-            r_v = two_tau * sv * sv / h
-            r_w = two_tau * so * so / h + self._wander_var(u, t, h) / h**2
-            rate_cov = np.array([[r_v, 0.0], [0.0, r_w]])
-            slip = (p.position_noise_density + two_tau * (p.icr_offset * omega) ** 2) * h
-            x, F, G = motion_step(x, v, omega, h)
-            P = (F @ P @ F.T + G @ rate_cov @ G.T
-                 + np.array([[slip, 0.0, 0.0], [0.0, slip, 0.0], [0.0, 0.0, 0.0]]))
-        return x, 0.5 * (P + P.T)
+        return integrate(x, P, t0, dt, u, params=self.params, drive=self.drive)
 
     def predict(
         self, dt: float, duty_left: float, duty_right: float, gyro_z: float | None = None
@@ -465,10 +307,10 @@ class PoseEKF:
                 self._rate_psd = seen if psd is None else psd + weight * (seen - psd)
                 self._ramp(old, slope, self._rate_psd)
         psd = 0.0 if self._rate_psd is None else self._rate_psd
-        self._held = _Inputs(duty_left, duty_right, gyro_z, now, rate_psd=psd,
+        self._held = HeldInputs(duty_left, duty_right, gyro_z, now, rate_psd=psd,
                              gyro_error=gyro_error)
 
-    def _ramp(self, old: _Inputs, slope: float, psd: float) -> None:
+    def _ramp(self, old: HeldInputs, slope: float, psd: float) -> None:
         """Integrate again, since ``old`` was sampled, with its rate ramped to the new one."""
         start = max(old.sampled_at, self._t_last_update)
         if self._history:
@@ -478,7 +320,7 @@ class PoseEKF:
         ramp = replace(old, gyro_slope=slope, next_sample=self._t, rate_psd=psd)
         self._replay([replace(seg, inputs=ramp) for seg in self._rewind(start)])
 
-    def _advance(self, t1: float, u: _Inputs) -> None:
+    def _advance(self, t1: float, u: HeldInputs) -> None:
         if t1 <= self._t:
             return
         seg = _Segment(

@@ -19,7 +19,7 @@ from typing import Any
 
 from agents.config import AgentConfig, Sensing, track_for_target
 from agents.drive_model import DriveModel
-from agents.localization import LocalizerParams
+from agents.localizer_params import LocalizerParams
 from agents.perception.tagmap import (
     CameraMount,
     Intrinsics,

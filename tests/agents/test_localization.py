@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from agents.drive_model import DriveModel
-from agents.localization import CHI2_2DOF_99, LocalizerParams, PoseEKF
+from agents.localization import PoseEKF
+from agents.localizer_params import CHI2_2DOF_99, LocalizerParams
 from agents.observations import ObservationBatch, PoseFix, TagSighting
 from agents.pose_geometry import (
     Offset,

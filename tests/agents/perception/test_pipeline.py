@@ -12,7 +12,8 @@ import pybullet as p
 import pytest
 
 from agents.drive_model import DriveModel
-from agents.localization import LocalizerParams, PoseEKF
+from agents.localization import PoseEKF
+from agents.localizer_params import LocalizerParams
 from agents.perception.consensus import CONTRADICTORY
 from agents.perception.pipeline import (
     FRAME_SIZE,

@@ -1,0 +1,106 @@
+"""The pose's motion model: how (x, y, theta) and its covariance move over held inputs.
+
+The wheel duties give (v, omega) through the :class:`~agents.drive_model.DriveModel`;
+when a gyro yaw rate is given it replaces the wheels' differential. Motion uses the
+midpoint heading (:func:`~agents.pose_geometry.motion_step`), in substeps of at most
+``max_step``. The rate errors (duty-to-speed calibration, skid slip, gyro bias and
+noise) are correlated over ``error_correlation_time`` τ; they are modelled as white
+noise with the low-frequency spectral density of a first-order Gauss-Markov process,
+``2·σ²·τ``, which bounds the error of a bias over horizons longer than τ and over-covers
+shorter ones. A skid-steer car's centre of rotation strays while it turns
+(``icr_offset``), and bumps and lateral slip diffuse the position.
+
+The gyro rate over an interval (:class:`HeldInputs`) is a sample held, or, once the
+next sample is known, a ramp to it; the rate's wander about that line is heading noise
+(:func:`wander_var`). When to hold, ramp and integrate again is the filter's
+(:mod:`agents.localization`). Pure functions of plain numbers and the settings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from agents.drive_model import DriveModel
+from agents.localizer_params import LocalizerParams
+from agents.pose_geometry import motion_step
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class HeldInputs:
+    """Wheel duties and the gyro rate over an interval.
+
+    The gyro rate at time τ is ``gyro_z + gyro_slope·(τ - sampled_at)``: held (slope 0,
+    ``next_sample`` None) until the next sample arrives, then a ramp to it (first-order
+    hold, ``next_sample`` its time). ``rate_psd`` is the spectral density (rad²/s³) of
+    the true rate's wander about that line, which the filter adds as heading noise.
+    """
+
+    duty_left: float
+    duty_right: float
+    gyro_z: float | None
+    sampled_at: float = 0.0
+    gyro_slope: float = 0.0
+    next_sample: float | None = None
+    rate_psd: float = 0.0
+    gyro_error: float | None = None  # the rate's error σ (None: LocalizerParams.gyro_error)
+
+    def sample(self) -> tuple[float, float, float | None, float | None]:
+        return self.duty_left, self.duty_right, self.gyro_z, self.gyro_error
+
+
+def rates(params: LocalizerParams, drive: DriveModel,
+          u: HeldInputs) -> tuple[float, float, float, float]:
+    """(v, omega at the sample, sigma_v, sigma_omega) for the given inputs."""
+    p = params
+    v, omega_wheels = drive.body_velocity(u.duty_left, u.duty_right)
+    sigma_v = p.speed_error_frac * abs(v) + p.speed_error_floor
+    if u.gyro_z is not None:
+        return v, u.gyro_z, sigma_v, p.gyro_error if u.gyro_error is None else u.gyro_error
+    return v, omega_wheels, sigma_v, p.yaw_error_frac * abs(omega_wheels) + p.yaw_error_floor
+
+def wander_var(u: HeldInputs, t: float, h: float) -> float:
+    """Heading variance (rad²) the rate's wander about its held or ramped line adds over
+    [t, t + h]: q·((a+h)³ - a³)/3 for a sample held since age a (integrated random
+    walk), q·Δ²·h/12 between two samples Δ apart (the bridge's q·Δ³/12 spread evenly).
+    """
+    if u.rate_psd <= 0.0:
+        return 0.0
+    if u.next_sample is None:
+        a = max(0.0, t - u.sampled_at)
+        return u.rate_psd * ((a + h) ** 3 - a**3) / 3.0
+    span = u.next_sample - u.sampled_at
+    return u.rate_psd * span * span * h / 12.0
+
+def integrate(
+    x: FloatArray, P: FloatArray, t0: float, dt: float, u: HeldInputs, *,
+    params: LocalizerParams, drive: DriveModel,
+) -> tuple[FloatArray, FloatArray]:
+    """The state and covariance at ``t0 + dt`` from those at ``t0`` under inputs ``u``."""
+    if dt <= 0.0:
+        return x.copy(), P.copy()
+    p = params
+    v, omega0, sv, so = rates(params, drive, u)
+    steps = max(1, math.ceil(dt / p.max_step - 1e-9))
+    h = dt / steps
+    two_tau = 2.0 * p.error_correlation_time
+    for k in range(steps):
+        t = t0 + k * h
+        omega = omega0 + u.gyro_slope * (t + 0.5 * h - u.sampled_at)
+        # Diagonal matrices written out (np.diag of a list costs more than the maths).
+        r_v = two_tau * sv * sv / h
+        r_w = two_tau * so * so / h + wander_var(u, t, h) / h**2
+        rate_cov = np.array([[r_v, 0.0], [0.0, r_w]])
+        slip = (p.position_noise_density + two_tau * (p.icr_offset * omega) ** 2) * h
+        x, F, G = motion_step(x, v, omega, h)
+        P = (F @ P @ F.T + G @ rate_cov @ G.T
+             + np.array([[slip, 0.0, 0.0], [0.0, slip, 0.0], [0.0, 0.0, 0.0]]))
+    return x, 0.5 * (P + P.T)
+
+
+__all__ = ["HeldInputs", "integrate", "rates", "wander_var"]
