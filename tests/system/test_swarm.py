@@ -21,7 +21,7 @@ from protocol.swarm.codec import decode_payload
 from protocol.swarm.messages import MAC_LEN
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
 from tools.procs import Swarm
-from tools.replay.rerun import recorded_config
+from tools.replay.overrides import recorded_config
 
 # Each wait below has its own deadline; this bounds the whole test on a busy machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]

@@ -34,14 +34,8 @@ from tools.replay.metrics import (
     room_cells_of,
     track_errors,
 )
-from tools.replay.rerun import (
-    OverrideError,
-    apply_overrides,
-    parse_sets,
-    rerun_agent,
-    rerun_run,
-    variant_sets,
-)
+from tools.replay.overrides import OverrideError, apply_overrides, parse_sets, variant_sets
+from tools.replay.rerun import rerun_agent, rerun_run
 from worlds.arena import load_arena, shipped_arena
 
 DURATION = 22.0
@@ -497,7 +491,7 @@ def test_find_arena(run_copy: Path) -> None:
 
 
 def test_the_light_parser_constants_match_the_modules() -> None:
-    from tools.replay import metrics, rerun
+    from tools.replay import metrics, overrides
 
-    assert set(replay_main.FUSION_CHOICES) == set(rerun.FUSION_CHOICES)
+    assert set(replay_main.FUSION_CHOICES) == set(overrides.FUSION_CHOICES)
     assert replay_main.COVERAGE_VAR == metrics.COVERAGE_VAR

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 # Kept here, not imported, so that building the CLI's parser stays light (no numpy, scipy,
-# matplotlib); tests check they equal rerun.FUSION_CHOICES and metrics.COVERAGE_VAR.
+# matplotlib); tests check they equal overrides.FUSION_CHOICES and metrics.COVERAGE_VAR.
 FUSION_CHOICES = ("ci", "naive", "max_confidence", "none")
 COVERAGE_VAR = 0.5
 
@@ -78,16 +78,9 @@ def main(args: argparse.Namespace) -> int:
     from tools.replay.faults import faults_of
     from tools.replay.load import NotARunError, find_arena, load_run
     from tools.replay.metrics import analyse, latency_summary, room_cells_of
+    from tools.replay.overrides import OverrideError, parse_sets, variant_sets
     from tools.replay.report import fmt, rerun_table, write_report
-    from tools.replay.rerun import (
-        OverrideError,
-        RerunError,
-        agent_configs,
-        parse_sets,
-        rerun_metrics,
-        rerun_run,
-        variant_sets,
-    )
+    from tools.replay.rerun import RerunError, agent_configs, rerun_metrics, rerun_run
     from worlds.arena import ArenaError
 
     began = time.perf_counter()

@@ -109,7 +109,7 @@ def own_config(run: RunDir, name: str, arena: Arena | None = None
     reputation of its start event and the settings of the scenario's ``schedule.json``
     (lockstep). None when neither can be had."""
     from tools.replay.load import find_arena
-    from tools.replay.rerun import OverrideError, apply_overrides, recorded_config
+    from tools.replay.overrides import OverrideError, apply_overrides, recorded_config
     from worlds.arena import ArenaError
 
     log = run.agents.get(name)
