@@ -244,7 +244,6 @@ def test_added_actions_are_validated_and_star_skips_dead_agents() -> None:
 
 
 def test_a_hidden_target_stands_at_its_seeds_place_out_of_every_view(tmp_path: Path) -> None:
-    from tools.experiments.hiding import arena_text, materialise
     from tools.replay.metrics.footprint import camera_of, sees
     from worlds.arena import load_arena
 
@@ -261,10 +260,10 @@ def test_a_hidden_target_stands_at_its_seeds_place_out_of_every_view(tmp_path: P
         assert not any(sees(arena, cam, [place[0]], [place[1]])[0] for cam in cameras)
     # the run's arena file: the arena's own, the target standing at the place
     one = search.with_seed(7)
-    run = materialise(one, tmp_path)
+    run = one.materialise(tmp_path)
     assert run.arena.source == str(tmp_path / "arena.toml")
     assert load_arena(tmp_path / "arena.toml").target == one.arena.target
-    assert arena_text(load_scenario(SCENARIO_DIR / "default.toml")) is None
+    assert load_scenario(SCENARIO_DIR / "default.toml").arena_text() is None
     bad = (SCENARIO_DIR / "hidden_search.toml").read_text().replace(
         "hide_in = [0.3, 0.3, 7.7, 5.7]", "hide_in = [9.0, 9.0, 9.5, 9.5]")
     (tmp_path / "bad.toml").write_text(bad.replace('"arenas/hidden.toml"',

@@ -143,7 +143,6 @@ def _real_mode_problem(scenario: Scenario) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tools.experiments.hiding import materialise
     from tools.experiments.scenario import Kill, ScenarioError, timeline
     from tools.experiments.scenario_file import find_scenario, load_scenario
     from tools.swarmkey import KeyFileError
@@ -169,7 +168,7 @@ def main(args: argparse.Namespace) -> int:
     problem = prepare_run_dir(run_dir, scenario)
     if problem is not None:
         return _fail(problem)
-    scenario = materialise(scenario, run_dir)  # a hidden target's arena: RUN_DIR/arena.toml
+    scenario = scenario.materialise(run_dir)  # a hidden target's arena: RUN_DIR/arena.toml
     mode = "lockstep" if args.lockstep else "real"
     ops = timeline(scenario)
     place = scenario.target_place

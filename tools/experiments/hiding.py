@@ -1,17 +1,31 @@
-"""A hidden target: where a scenario's :class:`~tools.experiments.scenario.Hide` puts it
-for a seed (:func:`hidden_place`), the scenario with it standing there (:func:`hidden`),
-and the arena file a run plays it in (:func:`arena_text`, :func:`materialise`)."""
+"""A hidden target: where a scenario's :class:`Hide` puts it for a seed (:func:`hidden_place`),
+the arena with it standing there (:func:`hidden_arena`), and the arena file a run plays it
+in (:func:`hidden_arena_text`). The scenario (:mod:`tools.experiments.scenario`) holds a
+:class:`Hide` and calls these with its fields.
+"""
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from protocol.tomlfile import FileError
-from tools.experiments.scenario import Hide, Scenario, ScenarioError
 from worlds.arena import Arena, Obstacle, TargetSpec, Waypoints, parse_arena
+
+
+@dataclass(frozen=True)
+class Hide:
+    """The target stands still at a place drawn from the run's seed: uniformly in ``box``
+    (xmin, ymin, xmax, ymax), clear of the obstacles, away from the cars' starts and out of
+    every camera's view at the start. ``seed`` picks a family of places."""
+
+    box: tuple[float, float, float, float]
+    seed: int = 0
+    clearance: float = 0.15  # m between the target's column and an obstacle
+    from_cars: float = 0.5  # m from a car's start
+    line: int = 0
 
 
 def hidden_place(arena: Arena, hide: Hide, seed: int) -> tuple[float, float]:
@@ -37,7 +51,7 @@ def hidden_place(arena: Arena, hide: Hide, seed: int) -> tuple[float, float]:
         if any(bool(sees(arena, cam, [x], [y], boxes=boxes)[0]) for cam in cameras):
             continue
         return x, y
-    raise ScenarioError(arena.source, hide.line, "no place in target.hide_in is hidden from "
+    raise FileError(arena.source, hide.line, "no place in target.hide_in is hidden from "
                         "every camera and clear of the obstacles")
 
 
@@ -48,28 +62,25 @@ def _near_box(x: float, y: float, o: Obstacle, margin: float) -> bool:
     return abs(lx) < o.size_x / 2 + margin and abs(ly) < o.size_y / 2 + margin
 
 
-def hidden(scenario: Scenario) -> Scenario:
-    """The scenario's arena with its target standing still at the seed's hiding place."""
-    hide, arena = scenario.hide, scenario.arena
-    assert hide is not None and arena.target is not None
-    x, y = hidden_place(arena, hide, scenario.seed)
+def hidden_arena(arena: Arena, hide: Hide, seed: int) -> Arena:
+    """``arena`` with its target standing still at the hiding place of run ``seed``."""
+    assert arena.target is not None
+    x, y = hidden_place(arena, hide, seed)
     motion = Waypoints(((x, y), (x, y)), 0.0, False)
     target = TargetSpec(arena.target.tag_id, arena.target.size, arena.target.height, motion)
-    return replace(scenario, arena=replace(arena, target=target))
+    return replace(arena, target=target)
 
 
-def arena_text(scenario: Scenario) -> str | None:
-    """The arena file a hidden target's run is played in (the arena's own file with its
-    ``[target.motion]`` replaced by the place), or None when the arena's own file is it."""
-    place = scenario.target_place
-    if place is None:
-        return None
-    line = scenario.hide.line if scenario.hide is not None else 0
-    lines = Path(scenario.arena_file).read_text(encoding="utf-8").splitlines()
+def hidden_arena_text(arena_file: str, place: tuple[float, float], *, source: str,
+                      line: int) -> str:
+    """The arena file a hidden target's run is played in: ``arena_file`` with its
+    ``[target.motion]`` replaced by the place. ``source`` and ``line`` name the scenario's
+    ``hide_in`` in the :class:`FileError` for an arena without such a table."""
+    lines = Path(arena_file).read_text(encoding="utf-8").splitlines()
     head = [i for i, text in enumerate(lines) if text.split("#")[0].strip() == "[target.motion]"]
     if len(head) != 1:
-        raise ScenarioError(scenario.source, line, f"a hidden target needs its arena "
-                            f"({scenario.arena_file}) to give [target.motion] as a table")
+        raise FileError(source, line, f"a hidden target needs its arena ({arena_file}) to "
+                        "give [target.motion] as a table")
     start = head[0]
     end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")),
                len(lines))
@@ -80,27 +91,17 @@ def arena_text(scenario: Scenario) -> str | None:
     return "\n".join([*lines[:start], *motion, *lines[end:]]) + "\n"
 
 
-def materialise(scenario: Scenario, run_dir: Path) -> Scenario:
-    """The scenario as a run directory holds it: a hidden target's arena written to
-    ``RUN_DIR/arena.toml`` (the world process and the replay read that file)."""
-    text = arena_text(scenario)
-    if text is None:
-        return scenario
-    path = run_dir / "arena.toml"
-    path.write_text(text, encoding="utf-8")
-    return replace(scenario, arena=replace(scenario.arena, source=str(path)))
-
-
-def check_arena_text(scenario: Scenario) -> None:
-    """The hidden target's arena file reads back to the same target (ScenarioError if not)."""
-    text = arena_text(scenario)
-    if text is None:
-        return
-    line = scenario.hide.line if scenario.hide is not None else 0
+def check_hidden_arena_text(text: str, arena_file: str, target: TargetSpec | None, *,
+                            source: str, line: int) -> None:
+    """``text`` reads back to ``target`` (a :class:`FileError` if not)."""
     try:
-        again = parse_arena(text, scenario.arena_file, Path(scenario.arena_file).parent)
+        again = parse_arena(text, arena_file, Path(arena_file).parent)
     except FileError as exc:
-        raise ScenarioError(scenario.source, line, f"the hidden target's arena: {exc}") from None
-    if again.target != scenario.arena.target:
-        raise ScenarioError(scenario.source, line, "the hidden target's arena does not read "
-                            "back to the same target")
+        raise FileError(source, line, f"the hidden target's arena: {exc}") from None
+    if again.target != target:
+        raise FileError(source, line, "the hidden target's arena does not read back to the "
+                        "same target")
+
+
+__all__ = ["Hide", "check_hidden_arena_text", "hidden_arena", "hidden_arena_text",
+           "hidden_place"]

@@ -2,8 +2,8 @@
 
 A :class:`Scenario` is frozen; :mod:`tools.experiments.scenario_file` reads one
 from a file (the format: ``tools/SCENARIO.md``). A scenario may hide the arena's
-target (:class:`Hide`: it stands still at a place drawn from the run's seed, out of
-every camera's view at the start; :mod:`tools.experiments.hiding` places it);
+target (:class:`~tools.experiments.hiding.Hide`: it stands still at a place drawn from the
+run's seed, out of every camera's view at the start; that module places it);
 :func:`oracle` is a liar's scenario with the liar's datagrams dropped from its onset
 instead of its lies; a :class:`Suite` is the scenes the evidence runs. :func:`timeline`
 turns the
@@ -27,6 +27,12 @@ from typing import TYPE_CHECKING, Any
 from agents.faults import ByzantineSpec, LinkFaults, format_byzantine, format_faults
 from agents.transport import Direction
 from protocol.tomlfile import FileError
+from tools.experiments.hiding import (
+    Hide,
+    check_hidden_arena_text,
+    hidden_arena,
+    hidden_arena_text,
+)
 from worlds.arena import Arena, Waypoints
 
 if TYPE_CHECKING:
@@ -91,19 +97,6 @@ class Action:
 
 
 @dataclass(frozen=True)
-class Hide:
-    """The target stands still at a place drawn from the run's seed: uniformly in ``box``
-    (xmin, ymin, xmax, ymax), clear of the obstacles, away from the cars' starts and out of
-    every camera's view at the start. ``seed`` picks a family of places."""
-
-    box: tuple[float, float, float, float]
-    seed: int = 0
-    clearance: float = 0.15  # m between the target's column and an obstacle
-    from_cars: float = 0.5  # m from a car's start
-    line: int = 0
-
-
-@dataclass(frozen=True)
 class Scenario:
     name: str
     source: str  # the file, for errors
@@ -130,7 +123,7 @@ class Scenario:
     def agent_config(self, name: str) -> AgentConfig:
         """The agent's :class:`~agents.config.AgentConfig` (arena map plus its settings)."""
         from tools.agent_config import agent_config
-        from tools.replay.rerun import apply_overrides
+        from tools.replay.overrides import apply_overrides
 
         a = self.setup(name)
         config = agent_config(self.arena, name, fusion=a.fusion, use_reputation=a.use_reputation)
@@ -138,10 +131,10 @@ class Scenario:
 
     def with_seed(self, seed: int) -> Scenario:
         """The scenario with another seed (and, for a hidden target, that seed's place)."""
-        from tools.experiments.hiding import hidden
-
         out = replace(self, seed=check_seed(seed))
-        return hidden(out) if out.hide is not None else out
+        if out.hide is None:
+            return out
+        return replace(out, arena=hidden_arena(out.arena, out.hide, out.seed))
 
     @property
     def target_place(self) -> tuple[float, float] | None:
@@ -150,6 +143,34 @@ class Scenario:
         if self.hide is None or target is None or not isinstance(target.motion, Waypoints):
             return None
         return target.motion.points[0]
+
+    def arena_text(self) -> str | None:
+        """The arena file a hidden target's run is played in (the arena's own file with its
+        ``[target.motion]`` replaced by the place), or None when the arena's own file is it."""
+        place = self.target_place
+        if place is None:
+            return None
+        line = self.hide.line if self.hide is not None else 0
+        return hidden_arena_text(self.arena_file, place, source=self.source, line=line)
+
+    def check_arena_text(self) -> None:
+        """The hidden target's arena file reads back to the same target (ScenarioError if
+        not)."""
+        text = self.arena_text()
+        if text is not None:
+            line = self.hide.line if self.hide is not None else 0
+            check_hidden_arena_text(text, self.arena_file, self.arena.target,
+                                    source=self.source, line=line)
+
+    def materialise(self, run_dir: Path) -> Scenario:
+        """The scenario as a run directory holds it: a hidden target's arena written to
+        ``RUN_DIR/arena.toml`` (the world process and the replay read that file)."""
+        text = self.arena_text()
+        if text is None:
+            return self
+        path = run_dir / "arena.toml"
+        path.write_text(text, encoding="utf-8")
+        return replace(self, arena=replace(self.arena, source=str(path)))
 
     def with_fusion(self, fusion: str) -> Scenario:
         """Every agent with the fusion rule ``fusion``."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from agents.faults import ByzantineSpec, FaultSpecError, LinkFaults, parse_byzantine, parse_faults
 from agents.transport import Direction
 from protocol.tomlfile import FileError, PathKey, Table, parse
+from tools.experiments.hiding import Hide
 from tools.experiments.scenario import (
     CLEAR,
     EVERY_AGENT,
@@ -27,7 +28,6 @@ from tools.experiments.scenario import (
     Action,
     ActionKind,
     AgentSetup,
-    Hide,
     Scenario,
     ScenarioError,
     Scene,
@@ -117,7 +117,7 @@ def _agents(
 
 def _check_config(scenario: Scenario) -> None:
     """Every agent's settings build a valid AgentConfig (a bad --set-like key names its line)."""
-    from tools.replay.rerun import OverrideError
+    from tools.replay.overrides import OverrideError
 
     for a in scenario.agents:
         try:
@@ -310,10 +310,8 @@ def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None 
     _check_config(scenario)
     timeline(scenario)
     if hide is not None:
-        from tools.experiments.hiding import check_arena_text, hidden
-
-        scenario = hidden(scenario)
-        check_arena_text(scenario)
+        scenario = scenario.with_seed(scenario.seed)
+        scenario.check_arena_text()
     return scenario
 
 

@@ -155,7 +155,6 @@ def build(trial: Trial) -> Scenario:
 def run_trial(trial: Trial, scenario: Scenario | None = None) -> dict[str, Any]:
     """Run one trial in lockstep and measure it; never raises (an error is a result).
     ``scenario``: the trial already built (:func:`build`), as a cluster's task ships it."""
-    from tools.experiments.hiding import materialise
     from tools.experiments.lockstep import run_scenario
 
     began = time.perf_counter()
@@ -169,7 +168,7 @@ def run_trial(trial: Trial, scenario: Scenario | None = None) -> dict[str, Any]:
         if trial.keep is not None:
             run_dir = Path(trial.keep) / trial.label
             run_dir.mkdir(parents=True, exist_ok=True)
-            run_scenario(materialise(scenario, run_dir), run_dir)
+            run_scenario(scenario.materialise(run_dir), run_dir)
             out["metrics"] = trial_metrics(run_dir, scenario.arena, configs=configs)
             out["run_dir"] = str(run_dir)
         else:

@@ -30,7 +30,6 @@ import numpy as np
 
 from tools.experiments.cluster import ROOT, SOURCES, Cluster, file_digest, source_files
 from tools.experiments.evidence.plan import Job
-from tools.experiments.hiding import arena_text, materialise
 from tools.experiments.measure import analysis_of, series_of, trial_metrics
 from tools.experiments.progress import progress_bar
 from tools.experiments.scenario import Scenario, liar_of
@@ -135,7 +134,7 @@ def run_real(job: Job, scenario: Scenario, work: Path) -> dict[str, Any]:
     run_dir.mkdir(parents=True)
     try:
         (run_dir / "scenario.toml").write_text(scenario.text, encoding="utf-8")
-        real = materialise(scenario, run_dir)
+        real = scenario.materialise(run_dir)
         _, codes = run_processes(real, run_dir, None,
                                  Progress(real.duration, quiet=True, every=10.0))
         out["codes"] = codes
@@ -175,7 +174,7 @@ def spec_digest(job: Job, scenario: Scenario, mode: str) -> str:
         "mode": mode, "key": job.key, "variant": job.variant, "seed": job.seed,
         "duration": scenario.duration, "scenario": scenario.text,
         "arena": arena_file.read_text(encoding="utf-8") if arena_file.is_file() else None,
-        "hidden": arena_text(scenario), "libraries": versions,
+        "hidden": scenario.arena_text(), "libraries": versions,
         "python": platform.python_version(),
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
