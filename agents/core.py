@@ -581,6 +581,7 @@ class AgentCore:
 
     def _belief_record(self, now: float) -> dict[str, Any]:
         g = self.grid
+        pose_cov = self.localizer.cov
         record: dict[str, Any] = {
             "digest": self.belief_digest(),
             "origin": g.origin,
@@ -588,6 +589,8 @@ class AgentCore:
             "mu_f32": np.ascontiguousarray(g.mu, dtype=np.float32).tobytes(),
             "var_f32": np.ascontiguousarray(g.var, dtype=np.float32).tobytes(),
             "pose": self.localizer.pose,
+            "pose_t": self.localizer.t,
+            "pose_cov": None if pose_cov is None else pose_cov.tolist(),
             "gyro_bias": [self.gyro_bias.bias, self.gyro_bias.std, self.gyro_bias.updates,
                           self.gyro_bias.noise_std],
             "mean_var": g.mean_variance(),

@@ -29,6 +29,7 @@ from tools.replay.metrics import (
     latency,
     localizer_errors,
     localizer_summary,
+    logged_poses,
     nees_bounds,
     resample,
     room_cells_of,
@@ -232,6 +233,10 @@ def test_errors_agree_with_the_truth_log_read_directly(lockstep_run) -> None:
         assert m["errors"]["position_error_m"]["median"] < 0.5
         assert 0.0 <= m["errors"]["nees4"]["fraction_inside"] <= 1.0
         assert 0 < m["coverage"]["searched_ever_cells"] <= ROOM[0] * ROOM[1]
+        # each robot's own pose, logged with its time and covariance, against the truth
+        assert m["pose_error_m"]["n"] >= DURATION - 5 and m["pose_error_m"]["median"] < 0.2
+        assert m["pose"]["nees3"]["mean"] is not None and m["pose"]["held"] > 0.5
+        assert m["pose"]["heading_error_deg"]["median"] < 10.0
     assert an.swarm["agreement_m"]["hazel-walnut"]["all"]["n"] > 0
 
 
@@ -371,16 +376,19 @@ def test_rerun_reproduces_the_recording_and_the_variant_differs(lockstep_run) ->
         assert r.changes == {"fusion": ("ci", "none")}
         assert r.baseline.t.size == r.variant.t.size >= 10 * (DURATION - 1)
         assert not r.baseline.input_errors
-    # The re-run's own pose, sampled after every tick, is the one each belief record logged.
+    # The re-run's own pose, sampled after every tick, is the one each belief record logged:
+    # the pose, the time it refers to and its covariance.
     walnut = reruns["walnut"].baseline.pose
-    logged = [(float(b["t"]), b["pose"]) for b in run.agents["walnut"].events("belief")
-              if b.get("pose") is not None]
-    assert len(logged) >= DURATION - 5
-    for t, pose in logged:
-        k = int(np.searchsorted(reruns["walnut"].baseline.t, t))
-        assert reruns["walnut"].baseline.t[k] == t
-        assert walnut.pose[k] == pytest.approx(pose, abs=1e-9)
-        assert walnut.t[k] <= t and np.isfinite(walnut.P[k]).all()
+    records = [float(b["t"]) for b in run.agents["walnut"].events("belief")]
+    logged = logged_poses(run.agents["walnut"])
+    held = np.flatnonzero(np.isfinite(logged.pose).all(axis=1))
+    assert held.size >= DURATION - 5
+    for i in held:
+        k = int(np.searchsorted(reruns["walnut"].baseline.t, records[i]))
+        assert reruns["walnut"].baseline.t[k] == records[i]
+        assert walnut.t[k] == logged.t[i] <= records[i]
+        assert walnut.pose[k] == pytest.approx(logged.pose[i], abs=1e-9)
+        assert walnut.P[k] == pytest.approx(logged.P[i], abs=1e-12)
 
 
 def test_rerun_follows_the_agent_on_a_failing_input(lockstep_run, monkeypatch) -> None:

@@ -74,6 +74,34 @@ def series_of(an: Analysis) -> dict[str, Any]:
     return out
 
 
+def _own_pose(own: Mapping[str, list[Any]], held: list[float]) -> dict[str, Any]:
+    """Every agent's own pose, pooled over its belief records: ``pose_held`` (mean over
+    agents), heading error p50 / p95 (degrees) and position error p95, and the NEES of the
+    heading (1 dof) and of the pose (3 dof): inside the bounds and the mean."""
+    import numpy as np
+
+    from tools.replay.metrics import nees_bounds
+
+    def pooled(key: str) -> Any:
+        v = np.concatenate(own[key]) if own[key] else np.zeros(0)
+        return v[np.isfinite(v)]
+
+    heading = np.degrees(np.abs(pooled("heading")))
+    position = pooled("position")
+    out: dict[str, Any] = {
+        "pose_held": float(np.mean(held)) if held else None,
+        "pose_heading_p50_deg": float(np.percentile(heading, 50)) if heading.size else None,
+        "pose_heading_p95_deg": float(np.percentile(heading, 95)) if heading.size else None,
+        "pose_position_p95_m": float(np.percentile(position, 95)) if position.size else None,
+    }
+    for dof in (1, 3):
+        v = pooled(f"nees{dof}")
+        lo, hi = nees_bounds(dof)
+        out[f"pose_nees{dof}_inside"] = float(np.mean((v >= lo) & (v <= hi))) if v.size else None
+        out[f"pose_nees{dof}_mean"] = float(v.mean()) if v.size else None
+    return out
+
+
 def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
                   configs: Mapping[str, AgentConfig] | None = None) -> dict[str, Any]:
     """The numbers of one run, from its logs (``tools.replay.metrics``) and its truth.
@@ -92,6 +120,8 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
     per: dict[str, dict[str, Any]] = {}
     late_err: list[Any] = []
     nees: dict[int, list[Any]] = {4: [], 2: []}
+    own: dict[str, list[Any]] = {"heading": [], "position": [], "nees1": [], "nees3": []}
+    own_held: list[float] = []
     for name, ag in m["agents"].items():
         e = ag.get("errors", {})
         a = an.agents[name]
@@ -105,6 +135,10 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
                 lo, hi = nees_bounds(dof)
                 tails[f"nees{dof}_below"] = float(np.mean(v < lo)) if v.size else None
                 tails[f"nees{dof}_above"] = float(np.mean(v > hi)) if v.size else None
+        for key, values in a.pose.items():
+            own[key].append(values)
+        if a.pose:
+            own_held.append(float(np.mean(np.isfinite(a.pose["position"]))))
         speed = ag["speed_at_detection"]
         outside = ag.get("estimates_outside_room") or {}
         per[name] = {
@@ -147,6 +181,7 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
         lo, hi = nees_bounds(dof)
         out[f"nees{dof}_inside"] = float(np.mean((v >= lo) & (v <= hi))) if v.size else None
         out[f"nees{dof}_mean"] = float(v.mean()) if v.size else None
+    out.update(_own_pose(own, own_held))
     n_speed = sum(p["speed_n"] for p in per.values())
     within = sum(p["speed_n"] * p["speed_within_10"] for p in per.values()
                  if p["speed_within_10"] is not None)

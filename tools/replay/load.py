@@ -197,7 +197,12 @@ _FIELDS: dict[tuple[str, str], dict[str, Callable[[object], bool]]] = {
     (WORLD, "start"): {"cars": lambda v: _cars(v, named=True)},
     (WORLD, "boot"): {"name": lambda v: isinstance(v, str)},
     (WORLD, "truth"): {"cars": _cars, "target": lambda v: v is None or isinstance(v, dict)},
-    ("agent", "belief"): {"pose": lambda v: v is None or _numbers(v, 3)},
+    ("agent", "belief"): {
+        "pose": lambda v: v is None or _numbers(v, 3),
+        "pose_t": _number,
+        "pose_cov": lambda v: v is None or (
+            isinstance(v, list) and len(v) == 3 and all(_numbers(row, 3) for row in v)),
+    },
 }
 
 

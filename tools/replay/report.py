@@ -162,7 +162,18 @@ def _agent_rows(agents: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
                 f"(n = {_get(m, 'grid_peak_error_m.n') or 0})"
             ),
         ),
-        row("pose error, median (m)", lambda m: fmt(_get(m, "pose_error_m.median"))),
+        row("own pose error, median (m)", lambda m: fmt(_get(m, "pose_error_m.median"))),
+        row(
+            "own heading error: median / p95 (deg)",
+            lambda m: _pair(m, "pose.heading_error_deg.median", "pose.heading_error_deg.p95"),
+        ),
+        row(
+            "own pose NEES (3 dof): mean / inside 95 % bounds",
+            lambda m: (
+                f"{fmt(_get(m, 'pose.nees3.mean'))} / "
+                f"{pct(_get(m, 'pose.nees3.fraction_inside'))}"
+            ),
+        ),
         row(
             "searched ever (m²; share of the room)",
             lambda m: (

@@ -16,7 +16,7 @@ report only the report is redrawn, and after a change to the agent every run is 
 1. The targets, each met or missed, on its worst scene.
 2. The suite: every scene and every metric on it.
 3. Accuracy: error while held, holding a track, estimates outside the room, speed.
-4. Consistency: NEES with each agent's own model; CI against naive fusion.
+4. Consistency: NEES with each agent's own model; each robot's own pose; CI against naive fusion.
 5. Liars: among several observers against the oracle; the only observer.
 6. Search for a hidden target, sharing against not.
 7. Network faults: burst loss, a partition.

@@ -72,7 +72,7 @@ from tools.replay.metrics.pose import (
     PoseSeries,
     localizer_errors,
     localizer_summary,
-    pose_errors,
+    logged_poses,
 )
 from tools.replay.metrics.reputation import distrust_times, first_distrust, liar_trace
 from tools.replay.metrics.track import (
@@ -138,10 +138,10 @@ __all__ = [
     "liar_trace",
     "localizer_errors",
     "localizer_summary",
+    "logged_poses",
     "nees_bounds",
     "outside_room",
     "own_config",
-    "pose_errors",
     "recorded_track",
     "redundancy",
     "resample",

@@ -28,7 +28,7 @@ from tools.replay.metrics.grid import (
     room_mean_var,
 )
 from tools.replay.metrics.latency import Latency, latency, latency_summary
-from tools.replay.metrics.pose import pose_errors
+from tools.replay.metrics.pose import localizer_errors, localizer_summary, logged_poses
 from tools.replay.metrics.track import (
     CONFIDENT_UNCERTAINTY,
     TrackErrors,
@@ -61,7 +61,7 @@ class AgentAnalysis:
     coverage: dict[str, Any]
     grid_var: FloatArray  # mean var per belief record (in the room when known)
     peak_errors: FloatArray
-    pose_errors: FloatArray
+    pose: dict[str, FloatArray]  # per belief record: position, heading, nees1, nees3
     metrics: dict[str, Any] = field(default_factory=dict)
     config: AgentConfig | None = None  # the agent's own settings, when they could be known
 
@@ -159,7 +159,8 @@ def analyse_agent(
     grid_var = room_mean_var(grids, room_cells)
     errors = track_errors(series, truth) if truth is not None else None
     peak = grid_peak_errors(grids, truth, cell_size, TrackParams().peak_min_mu) if truth else None
-    pose = pose_errors(grids, truth, log.name) if truth else None
+    poses = logged_poses(log)
+    pose = localizer_errors(poses, truth, log.name) if truth else None
     t_first, t_last = log.t_first or t_start, log.t_last or t_start
     ever = int(cov["ever"][-1]) if len(cov["ever"]) else 0
     unc = series.uncertainty
@@ -199,8 +200,10 @@ def analyse_agent(
         m["estimates_outside_room"] = outside_room(samples, config.room.width, config.room.height)
     if peak is not None:
         m["grid_peak_error_m"] = summary(peak)
-    if pose is not None:
-        m["pose_error_m"] = summary(pose)
+    if pose is not None and truth is not None:
+        m["pose_error_m"] = summary(pose["position"])
+        if np.isfinite(poses.P).any():  # logs with the pose's covariance
+            m["pose"] = localizer_summary(poses, truth, log.name, t_start)
     return AgentAnalysis(
         log.name,
         swarm_id,
@@ -213,7 +216,7 @@ def analyse_agent(
         cov,
         grid_var,
         peak if peak is not None else np.zeros(0),
-        pose if pose is not None else np.zeros(0),
+        pose if pose is not None else {},
         m,
         config,
     )

@@ -1,26 +1,24 @@
 """How well an agent knows its own pose: its estimate against the world's truth.
 
-:func:`pose_errors` reads the pose each ``belief`` record logged (1 Hz): position errors
-only, since the logs carry no pose covariance. The localizer's consistency is measured
-on a re-run (:mod:`tools.replay.rerun`), which reads the localizer's pose and
-covariance after every tick. Each sample is compared with the car's true [x, y, yaw] at
-the time the estimate refers to (the localizer's own time): the position and heading
-errors, and the NEES of the heading alone (1 dof) and of the whole pose (3 dof) against
-their two-sided 95 % chi-square bounds. Only samples with a pose count; ``held`` says how
-often there was one.
+Each ``belief`` record (1 Hz) logs the pose, the time it refers to and its covariance
+(:func:`logged_poses`; older logs: the pose alone, at the record's time); a re-run
+(:mod:`tools.replay.rerun`) reads the same from the localizer after every tick. Each
+sample is compared with the car's true [x, y, yaw] at the time the estimate refers to
+(the localizer's own time): the position and heading errors, and the NEES of the heading
+alone (1 dof) and of the whole pose (3 dof) against their two-sided 95 % chi-square
+bounds. Only samples with a pose count; ``held`` says how often there was one.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from tools.replay.load import ProcessLog
 from tools.replay.metrics.common import SETTLE, FloatArray, summary
-from tools.replay.metrics.grid import GridRecord
 from tools.replay.metrics.track import fraction_inside, nees_bounds
 from tools.replay.metrics.truth import Truth
 
@@ -35,15 +33,23 @@ class PoseSeries:
     P: FloatArray  # (n, 3, 3)
 
 
-def pose_errors(grids: Sequence[GridRecord], truth: Truth, car: str) -> FloatArray:
-    """The position error of the pose each belief record logged (NaN: no pose then)."""
-    out = np.full(len(grids), np.nan)
-    for k, g in enumerate(grids):
-        if g.pose is None:
-            continue
-        true = truth.car_at(car, g.t)[0]
-        out[k] = math.hypot(g.pose[0] - true[0], g.pose[1] - true[1])
-    return out
+def logged_poses(log: ProcessLog) -> PoseSeries:
+    """The pose each belief record logged, at the time it refers to (``pose_t``, else the
+    record's), with its covariance (NaN where the record has none)."""
+    t: list[float] = []
+    poses: list[list[float]] = []
+    covs: list[FloatArray] = []
+    nan3 = [math.nan] * 3
+    for line in log.events("belief"):
+        pose, cov, at = line.get("pose"), line.get("pose_cov"), line.get("pose_t")
+        t.append(float(at) if isinstance(at, int | float) else float(line["t"]))
+        poses.append(list(pose) if isinstance(pose, list) else nan3)
+        covs.append(np.asarray(cov, dtype=np.float64) if isinstance(cov, list)
+                    else np.full((3, 3), np.nan))
+    n = len(t)
+    return PoseSeries(np.asarray(t, dtype=np.float64),
+                      np.asarray(poses, dtype=np.float64).reshape(n, 3),
+                      np.stack(covs) if n else np.zeros((0, 3, 3)))
 
 
 def _wrapped(a: FloatArray) -> FloatArray:
@@ -63,12 +69,15 @@ def localizer_errors(series: PoseSeries, truth: Truth, car: str) -> dict[str, Fl
         return out
     e = series.pose[ok] - true[ok]
     e[:, 2] = _wrapped(e[:, 2])
-    P = series.P[ok]
     out["position"][ok] = np.hypot(e[:, 0], e[:, 1])
     out["heading"][ok] = e[:, 2]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["nees1"][ok] = e[:, 2] ** 2 / P[:, 2, 2]
-    out["nees3"][ok] = np.einsum("ni,ni->n", e, np.linalg.solve(P, e[:, :, None])[:, :, 0])
+    known = np.isfinite(series.P[ok]).all(axis=(1, 2))  # an older log has no covariance
+    if known.any():
+        rows = np.flatnonzero(ok)[known]
+        e, P = e[known], series.P[rows]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["nees1"][rows] = e[:, 2] ** 2 / P[:, 2, 2]
+        out["nees3"][rows] = np.einsum("ni,ni->n", e, np.linalg.solve(P, e[:, :, None])[:, :, 0])
     return out
 
 
@@ -94,4 +103,4 @@ def localizer_summary(series: PoseSeries, truth: Truth, car: str, t_start: float
     return out
 
 
-__all__ = ["PoseSeries", "localizer_errors", "localizer_summary", "pose_errors"]
+__all__ = ["PoseSeries", "localizer_errors", "localizer_summary", "logged_poses"]
