@@ -135,6 +135,7 @@ class Navigator:
             tags, turn_rate=p.search_turn_rate, turn_margin=p.relocate_turn_margin,
             creep_speed=p.creep_speed, creep_time=p.creep_time,
             view_distance=p.relocate_view_distance, arrive_radius=p.relocate_arrive_radius,
+            sight=p.relocate_sight,
         )
         self.glance = Glance(tags, heading_std=p.glance_heading_std,
                              tag_distance=p.glance_tag_distance, duration=p.glance_time,

@@ -195,3 +195,34 @@ def test_the_core_creeps_on_the_pose_it_dead_reckons_since_the_loss() -> None:
     assert creeping and all(d.v <= PARAMS.creep_speed for d in creeping)
     east = (5.0 - PARAMS.relocate_view_distance, 2.5)
     assert creeping[0].goal == pytest.approx(east)
+
+
+def test_a_robot_lost_out_of_sight_of_every_tag_creeps_at_once() -> None:
+    """In the middle of a 12 m room no tag is within ``relocate_sight`` (3.3 m) of the
+    estimate: a turn on the spot could see none, so the robot creeps at once towards the
+    nearest viewpoint, and keeps creeping, leg after leg, until a tag is in sight; then it
+    turns as anywhere else."""
+    room = Room(12.0, 12.0)
+    tags = [*[(s, 0.0) for s in (1.5, 4.5, 7.5, 10.5)], *[(0.0, s) for s in (1.5, 4.5)]]
+    params = NavParams(creep_speed=0.12, creep_time=4.0)
+    nav = Navigator(params=params, tags=tags)
+    pose = (6.0, 6.0, -math.pi / 2)
+    decisions = []
+    for k in range(900):
+        d = nav.decide(0.1 * k, pose=None, belief=WORLD.window(pose[0], pose[1]), track=None,
+                       others=(), room=room, estimate=pose)
+        decisions.append((d, pose))
+        pose = step(pose, d)
+    assert decisions[0][0].v > 0.0 and decisions[0][0].goal is not None  # no turn first
+    for d, at in decisions:
+        if not nav.relocation.tag_in_sight(at[0], at[1]):
+            assert d.v > 0.0 or d.omega != params.search_turn_rate  # creeping, not turning
+    turns = [d.t for d, at in decisions if d.v == 0.0 and d.omega == params.search_turn_rate]
+    assert turns, "a full turn once a tag is in sight"
+    first_turn = next(at for d, at in decisions if d.t == turns[0])
+    assert nav.relocation.tag_in_sight(first_turn[0], first_turn[1])
+    # In sight of a tag the same robot turns first, as before.
+    near = Navigator(params=params, tags=tags)
+    d = near.decide(0.0, pose=None, belief=WORLD.window(3.0, 2.0), track=None, others=(),
+                    room=room, estimate=(3.0, 2.0, 0.0))
+    assert d.v == 0.0 and d.omega == params.search_turn_rate
