@@ -87,7 +87,7 @@ class AgentCore:
         self.gyro_bias = GyroBias(c.gyro_bias)
         self.navigator = Navigator(
             drive=c.drive, params=c.nav, tags=[c.landmarks[k] for k in sorted(c.landmarks)],
-            view_distance=c.sensing.view_distance,
+            view_distance=c.sensing.view_distance, camera_range=c.sensing.range,
         )
         self.peers = PeerTable(c.peer_limits)
         self.limits = c.claim_limits

@@ -118,10 +118,11 @@ class Navigator:
         params: NavParams | None = None,
         tags: Sequence[tuple[float, float]] = (),
         view_distance: float | None = None,
+        camera_range: float = CAMERA_RANGE,
     ) -> None:
         """``tags``: where the mapped tags are (x, y), which a lost robot creeps towards;
         ``view_distance``: the camera's (m; None: the default camera's), the standoff unless
-        ``params.standoff`` is set."""
+        ``params.standoff`` is set; ``camera_range``: how far the camera sees a tag (m)."""
         self.drive = drive if drive is not None else DriveModel()
         self.params = params if params is not None else NavParams()
         p = self.params
@@ -135,7 +136,7 @@ class Navigator:
             tags, turn_rate=p.search_turn_rate, turn_margin=p.relocate_turn_margin,
             creep_speed=p.creep_speed, creep_time=p.creep_time,
             view_distance=p.relocate_view_distance, arrive_radius=p.relocate_arrive_radius,
-            sight=p.relocate_sight,
+            sight=camera_range + p.relocate_sight_margin,
         )
         self.glance = Glance(tags, heading_std=p.glance_heading_std,
                              tag_distance=p.glance_tag_distance, duration=p.glance_time,

@@ -176,9 +176,9 @@ class NavParams:
     camera's range, far enough back that neighbouring tags share its view."""
     relocate_arrive_radius: float = 0.2
     """A creep leg ends this near (m, on the estimate) to its viewpoint."""
-    relocate_sight: float = 3.3
-    """m: a lost robot turns on the spot only where a mapped tag is this near its estimate
-    (the camera's 3 m range and 0.3 m, the estimate's σ when the pose is lost at the
+    relocate_sight_margin: float = 0.3
+    """m: a lost robot turns on the spot only where a mapped tag is within the camera's range
+    and this much more of its estimate (the estimate's σ when the pose is lost at the
     localizer's ``max_position_trace``); farther from every tag a turn cannot see one, and
     it creeps at once."""
     glance_heading_std: float = math.radians(3.0)

@@ -4,8 +4,9 @@ The NO_POSE part of the :class:`~agents.navigation.Navigator`'s policy. Without 
 robot first turns on the spot at ``search_turn_rate``, so the camera sweeps for tags. A robot
 that had a pose and is still lost one full turn (2π / ``search_turn_rate`` +
 ``relocate_turn_margin``) after it lost it *creeps* (if ``creep_speed`` > 0), and at once
-where its estimate is farther than ``relocate_sight`` from every mapped tag (a turn there
-cannot see one: the middle of a large room): at no more than
+where its estimate is farther than ``sight`` (the camera's range and
+``relocate_sight_margin``) from every mapped tag (a turn there cannot see one: the middle of
+a large room): at no more than
 ``creep_speed``, steered and braked by the navigator like any drive (walls, known obstacles,
 other robots' last reported positions) but on the estimate the core dead-reckons from the
 lost pose, towards a *tag viewpoint*: the point ``relocate_view_distance`` from a mapped tag
@@ -60,7 +61,8 @@ class Relocation:
     ) -> None:
         """``tags``: where the mapped tags are (x, y); the rest as in ``NavParams``:
         ``search_turn_rate``, ``relocate_turn_margin``, ``creep_speed``, ``creep_time``,
-        ``relocate_view_distance``, ``relocate_arrive_radius``, ``relocate_sight``."""
+        ``relocate_view_distance``, ``relocate_arrive_radius``; ``sight``: how far from the
+        estimate a tag may be seen (the camera's range and ``relocate_sight_margin``)."""
         self.tags = tuple((float(x), float(y)) for x, y in tags)
         require(all(finite(*t) for t in self.tags), "tag positions must be finite")
         self.full_turn = (math.tau / turn_rate if turn_rate > 0.0 else math.inf) + turn_margin

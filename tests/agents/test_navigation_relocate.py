@@ -198,10 +198,10 @@ def test_the_core_creeps_on_the_pose_it_dead_reckons_since_the_loss() -> None:
 
 
 def test_a_robot_lost_out_of_sight_of_every_tag_creeps_at_once() -> None:
-    """In the middle of a 12 m room no tag is within ``relocate_sight`` (3.3 m) of the
-    estimate: a turn on the spot could see none, so the robot creeps at once towards the
-    nearest viewpoint, and keeps creeping, leg after leg, until a tag is in sight; then it
-    turns as anywhere else."""
+    """In the middle of a 12 m room no tag is within sight of the estimate (the camera's 3 m
+    range and the 0.3 m ``relocate_sight_margin``): a turn on the spot could see none, so
+    the robot creeps at once towards the nearest viewpoint, and keeps creeping, leg after
+    leg, until a tag is in sight; then it turns as anywhere else."""
     room = Room(12.0, 12.0)
     tags = [*[(s, 0.0) for s in (1.5, 4.5, 7.5, 10.5)], *[(0.0, s) for s in (1.5, 4.5)]]
     params = NavParams(creep_speed=0.12, creep_time=4.0)
@@ -221,6 +221,12 @@ def test_a_robot_lost_out_of_sight_of_every_tag_creeps_at_once() -> None:
     assert turns, "a full turn once a tag is in sight"
     first_turn = next(at for d, at in decisions if d.t == turns[0])
     assert nav.relocation.tag_in_sight(first_turn[0], first_turn[1])
+    assert nav.relocation.sight == pytest.approx(3.3)
+    # A camera that sees 7 m has every tag of that room in sight: a full turn first.
+    far_sighted = Navigator(params=params, tags=tags, camera_range=7.0)
+    d = far_sighted.decide(0.0, pose=None, belief=WORLD.window(6.0, 6.0), track=None,
+                           others=(), room=room, estimate=(6.0, 6.0, 0.0))
+    assert d.v == 0.0 and d.omega == params.search_turn_rate
     # In sight of a tag the same robot turns first, as before.
     near = Navigator(params=params, tags=tags)
     d = near.decide(0.0, pose=None, belief=WORLD.window(3.0, 2.0), track=None, others=(),
