@@ -310,6 +310,10 @@ def test_the_localizer_is_judged_by_its_own_covariance() -> None:
     tight = PoseSeries(t, pose, series.P / 4.0)
     assert localizer_summary(tight, truth, "walnut", 0.0)["nees3"]["fraction_inside"] < 0.8
     assert localizer_summary(series, truth, "hazel", 0.0)["nees1"]["mean"] is None
+    damaged = series.P.copy()
+    damaged[20] = 0.0  # a singular covariance (a damaged log): no NEES there, no exception
+    e = localizer_errors(PoseSeries(t, pose, damaged), truth, "walnut")
+    assert np.isnan(e["nees3"][20]) and np.isfinite(e["position"][20])
 
 
 def test_coverage_overlap_in_the_room() -> None:

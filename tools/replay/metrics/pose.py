@@ -71,18 +71,22 @@ def localizer_errors(series: PoseSeries, truth: Truth, car: str) -> dict[str, Fl
     e[:, 2] = _wrapped(e[:, 2])
     out["position"][ok] = np.hypot(e[:, 0], e[:, 1])
     out["heading"][ok] = e[:, 2]
-    known = np.isfinite(series.P[ok]).all(axis=(1, 2))  # an older log has no covariance
+    P_ok = series.P[ok]
+    # An older log has no covariance; a damaged one may hold a singular matrix: no NEES.
+    finite = np.isfinite(P_ok).all(axis=(1, 2))
+    known = np.zeros(finite.shape, dtype=bool)
+    known[finite] = (np.linalg.det(P_ok[finite]) > 0.0) & (
+        np.diagonal(P_ok[finite], axis1=1, axis2=2) > 0.0).all(axis=1)
     if known.any():
         rows = np.flatnonzero(ok)[known]
         e, P = e[known], series.P[rows]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out["nees1"][rows] = e[:, 2] ** 2 / P[:, 2, 2]
+        out["nees1"][rows] = e[:, 2] ** 2 / P[:, 2, 2]
         out["nees3"][rows] = np.einsum("ni,ni->n", e, np.linalg.solve(P, e[:, :, None])[:, :, 0])
     return out
 
 
 def localizer_summary(series: PoseSeries, truth: Truth, car: str, t_start: float,
-                 settle: float = SETTLE) -> dict[str, Any]:
+                      settle: float = SETTLE) -> dict[str, Any]:
     """``held`` (the fraction of samples with a pose), the errors (heading in degrees) over
     the run and after ``settle``, and both NEES: mean and the fraction inside the bounds."""
     errors = localizer_errors(series, truth, car)
