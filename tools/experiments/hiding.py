@@ -52,7 +52,7 @@ def hidden_place(arena: Arena, hide: Hide, seed: int) -> tuple[float, float]:
             continue
         return x, y
     raise FileError(arena.source, hide.line, "no place in target.hide_in is hidden from "
-                        "every camera and clear of the obstacles")
+                    "every camera and clear of the obstacles")
 
 
 def _near_box(x: float, y: float, o: Obstacle, margin: float) -> bool:
