@@ -80,7 +80,7 @@ def _own_pose(own: Mapping[str, list[Any]], held: list[float]) -> dict[str, Any]
     heading (1 dof) and of the pose (3 dof): inside the bounds and the mean."""
     import numpy as np
 
-    from tools.replay.metrics import nees_bounds
+    from tools.replay.metrics import fraction_inside, nees_bounds
 
     def pooled(key: str) -> Any:
         v = np.concatenate(own[key]) if own[key] else np.zeros(0)
@@ -96,8 +96,7 @@ def _own_pose(own: Mapping[str, list[Any]], held: list[float]) -> dict[str, Any]
     }
     for dof in (1, 3):
         v = pooled(f"nees{dof}")
-        lo, hi = nees_bounds(dof)
-        out[f"pose_nees{dof}_inside"] = float(np.mean((v >= lo) & (v <= hi))) if v.size else None
+        out[f"pose_nees{dof}_inside"] = fraction_inside(v, nees_bounds(dof))
         out[f"pose_nees{dof}_mean"] = float(v.mean()) if v.size else None
     return out
 

@@ -24,11 +24,17 @@ from tools.replay.metrics.grid import (
     coverage,
     coverage_overlap,
     grid_peak_errors,
-    grid_records,
+    grid_record,
     room_mean_var,
 )
 from tools.replay.metrics.latency import Latency, latency, latency_summary
-from tools.replay.metrics.pose import localizer_errors, localizer_summary, logged_poses
+from tools.replay.metrics.pose import (
+    PoseRow,
+    localizer_errors,
+    localizer_summary,
+    pose_row,
+    pose_series,
+)
 from tools.replay.metrics.track import (
     CONFIDENT_UNCERTAINTY,
     TrackErrors,
@@ -152,14 +158,20 @@ def analyse_agent(
     dropped = [float(e["t"]) for e in log.events("track_dropped")]
     series = resample(samples, times, params.accel_psd, max_age=timeout,
                       until=log.t_last if log.t_last is not None else math.inf, dropped=dropped)
-    grids = grid_records(log)
+    grids: list[GridRecord] = []
+    rows: list[PoseRow] = []
+    for line in log.events("belief"):  # one pass over the heaviest stream of the log
+        grid = grid_record(line)
+        if grid is not None:
+            grids.append(grid)
+        rows.append(pose_row(line))
+    poses = pose_series(rows)
     speeds = detection_speeds(log, samples, truth)
     wire = wire_of(log)
     cov = coverage(grids, coverage_var, room_cells)
     grid_var = room_mean_var(grids, room_cells)
     errors = track_errors(series, truth) if truth is not None else None
     peak = grid_peak_errors(grids, truth, cell_size, TrackParams().peak_min_mu) if truth else None
-    poses = logged_poses(log)
     pose = localizer_errors(poses, truth, log.name) if truth else None
     t_first, t_last = log.t_first or t_start, log.t_last or t_start
     ever = int(cov["ever"][-1]) if len(cov["ever"]) else 0
@@ -203,7 +215,7 @@ def analyse_agent(
     if pose is not None and truth is not None:
         m["pose_error_m"] = summary(pose["position"])
         if np.isfinite(poses.P).any():  # logs with the pose's covariance
-            m["pose"] = localizer_summary(poses, truth, log.name, t_start)
+            m["pose"] = localizer_summary(poses, truth, log.name, t_start, errors=pose)
     return AgentAnalysis(
         log.name,
         swarm_id,

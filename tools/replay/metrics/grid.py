@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from protocol.scene import GRID_LEVELS
-from tools.replay.load import ProcessLog, float32_grid
+from tools.replay.load import Line, ProcessLog, float32_grid
 from tools.replay.metrics.common import FloatArray
 from tools.replay.metrics.truth import Truth
 
@@ -92,33 +92,34 @@ def cell_keys(ix: npt.ArrayLike, iy: npt.ArrayLike) -> npt.NDArray[np.int64]:
     return (np.asarray(ix, dtype=np.int64) << 32) + (np.asarray(iy, dtype=np.int64) + (1 << 31))
 
 
+def grid_record(line: Line) -> GridRecord | None:
+    """The window of one belief record, or None when it carries none (one record in two)."""
+    try:
+        shape = (int(line["shape"][0]), int(line["shape"][1]))
+        origin = (int(line["origin"][0]), int(line["origin"][1]))
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    mu = float32_grid(line.get("mu_f32"), shape)
+    var = float32_grid(line.get("var_f32"), shape)
+    if mu is None or var is None:
+        return None
+    pose = line.get("pose")
+    mean_var = line.get("mean_var")
+    return GridRecord(
+        float(line["t"]),
+        origin,
+        narrow(mu),
+        narrow(var),
+        float(mean_var) if isinstance(mean_var, int | float) else float(var.mean()),
+        (float(pose[0]), float(pose[1]), float(pose[2]))
+        if isinstance(pose, list) and len(pose) == 3
+        else None,
+    )
+
+
 def grid_records(log: ProcessLog) -> list[GridRecord]:
-    out: list[GridRecord] = []
-    for line in log.events("belief"):
-        try:
-            shape = (int(line["shape"][0]), int(line["shape"][1]))
-            origin = (int(line["origin"][0]), int(line["origin"][1]))
-        except (KeyError, TypeError, ValueError, IndexError):
-            continue
-        mu = float32_grid(line.get("mu_f32"), shape)
-        var = float32_grid(line.get("var_f32"), shape)
-        if mu is None or var is None:
-            continue
-        pose = line.get("pose")
-        mean_var = line.get("mean_var")
-        out.append(
-            GridRecord(
-                float(line["t"]),
-                origin,
-                narrow(mu),
-                narrow(var),
-                float(mean_var) if isinstance(mean_var, int | float) else float(var.mean()),
-                (float(pose[0]), float(pose[1]), float(pose[2]))
-                if isinstance(pose, list) and len(pose) == 3
-                else None,
-            )
-        )
-    return out
+    """The windows of the agent's belief records (:func:`grid_record` of each)."""
+    return [g for line in log.events("belief") if (g := grid_record(line)) is not None]
 
 
 def grid_peak_errors(

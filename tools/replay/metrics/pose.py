@@ -12,12 +12,13 @@ bounds. Only samples with a pose count; ``held`` says how often there was one.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tools.replay.load import ProcessLog
+from tools.replay.load import Line, ProcessLog
 from tools.replay.metrics.common import SETTLE, FloatArray, summary
 from tools.replay.metrics.track import fraction_inside, nees_bounds
 from tools.replay.metrics.truth import Truth
@@ -33,23 +34,35 @@ class PoseSeries:
     P: FloatArray  # (n, 3, 3)
 
 
-def logged_poses(log: ProcessLog) -> PoseSeries:
-    """The pose each belief record logged, at the time it refers to (``pose_t``, else the
-    record's), with its covariance (NaN where the record has none)."""
-    t: list[float] = []
-    poses: list[list[float]] = []
-    covs: list[FloatArray] = []
-    nan3 = [math.nan] * 3
-    for line in log.events("belief"):
-        pose, cov, at = line.get("pose"), line.get("pose_cov"), line.get("pose_t")
-        t.append(float(at) if isinstance(at, int | float) else float(line["t"]))
-        poses.append(list(pose) if isinstance(pose, list) else nan3)
-        covs.append(np.asarray(cov, dtype=np.float64) if isinstance(cov, list)
-                    else np.full((3, 3), np.nan))
+PoseRow = tuple[float, list[float], FloatArray]
+
+
+def pose_row(line: Line) -> PoseRow:
+    """One belief record's pose: the time it refers to (``pose_t``, else the record's), the
+    pose and its covariance (NaN where the record has none)."""
+    pose, cov, at = line.get("pose"), line.get("pose_cov"), line.get("pose_t")
+    return (float(at) if isinstance(at, int | float) else float(line["t"]),
+            list(pose) if isinstance(pose, list) else [math.nan] * 3,
+            np.asarray(cov, dtype=np.float64) if isinstance(cov, list)
+            else np.full((3, 3), np.nan))
+
+
+def pose_series(rows: Iterable[PoseRow]) -> PoseSeries:
+    """The rows of :func:`pose_row` as one series."""
+    t, poses, covs = [], [], []
+    for at, pose, cov in rows:
+        t.append(at)
+        poses.append(pose)
+        covs.append(cov)
     n = len(t)
     return PoseSeries(np.asarray(t, dtype=np.float64),
                       np.asarray(poses, dtype=np.float64).reshape(n, 3),
                       np.stack(covs) if n else np.zeros((0, 3, 3)))
+
+
+def logged_poses(log: ProcessLog) -> PoseSeries:
+    """The pose each belief record logged (:func:`pose_row` of each)."""
+    return pose_series(pose_row(line) for line in log.events("belief"))
 
 
 def _wrapped(a: FloatArray) -> FloatArray:
@@ -86,10 +99,13 @@ def localizer_errors(series: PoseSeries, truth: Truth, car: str) -> dict[str, Fl
 
 
 def localizer_summary(series: PoseSeries, truth: Truth, car: str, t_start: float,
-                      settle: float = SETTLE) -> dict[str, Any]:
+                      settle: float = SETTLE, *,
+                      errors: dict[str, FloatArray] | None = None) -> dict[str, Any]:
     """``held`` (the fraction of samples with a pose), the errors (heading in degrees) over
-    the run and after ``settle``, and both NEES: mean and the fraction inside the bounds."""
-    errors = localizer_errors(series, truth, car)
+    the run and after ``settle``, and both NEES: mean and the fraction inside the bounds.
+    ``errors``: :func:`localizer_errors` of the same series, when already computed."""
+    if errors is None:
+        errors = localizer_errors(series, truth, car)
     late = series.t - t_start >= settle
     held = np.isfinite(series.pose).all(axis=1)
     heading_deg = np.degrees(np.abs(errors["heading"]))
@@ -107,4 +123,5 @@ def localizer_summary(series: PoseSeries, truth: Truth, car: str, t_start: float
     return out
 
 
-__all__ = ["PoseSeries", "localizer_errors", "localizer_summary", "logged_poses"]
+__all__ = ["PoseRow", "PoseSeries", "localizer_errors", "localizer_summary", "logged_poses",
+           "pose_row", "pose_series"]
