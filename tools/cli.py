@@ -2,7 +2,8 @@
 
 Every subcommand lives in a module exposing ``add_arguments(parser)`` and
 ``main(args) -> int`` (the exit status); this table is the only place that
-names them.
+names them. Only the named command's module is imported: ``stigmesh car ADDR
+estop`` must not wait for the replay's statistics or the tag sheet's PDF code.
 """
 
 from __future__ import annotations
@@ -55,7 +56,10 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv`` (default ``sys.argv[1:]``): every command is listed with its
+    help, but only the command ``argv`` names is imported and given its arguments."""
+    chosen = _command_named(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="stigmesh",
         description="Decentralized robot swarm: agents, world server, car tools, replay, "
@@ -63,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
+        if command is not chosen:
+            sub.add_parser(command.name, help=command.help)
+            continue
         module = importlib.import_module(command.module)
         p = sub.add_parser(
             command.name,
@@ -74,8 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_named(argv: Sequence[str]) -> Command | None:
+    """The command ``argv`` runs: its first word that is not an option (the top level has
+    no option that takes a value), if that is a command's name."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return next((c for c in COMMANDS if c.name == word), None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     command = next(c for c in COMMANDS if c.name == args.command)
     try:
         status: int = getattr(importlib.import_module(command.module), command.run)(args)
