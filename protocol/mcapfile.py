@@ -6,7 +6,10 @@ fixed) nor the Foxglove SDK's writer (its channels need a schema, it buffers
 in native code) lets a chunk be closed on a clock at a chosen zstd level, and
 a restarted process must append to its log after the last whole chunk. Each
 chunk goes to the file in one ``write`` with its message indexes, so a killed
-writer leaves whole chunks and at most one torn record after them.
+writer leaves whole chunks and at most one torn record after them. With
+``background=True`` the chunks are compressed and written in order on a thread
+of the file's own (zstd releases the GIL), so the thread that logs does not wait
+~10-25 ms for a chunk at level 19; :meth:`McapFile.drain` waits for them.
 
 :func:`split_records` and :func:`chunk_data` are the reading side: records
 from bytes as they arrive, a chunk's uncompressed records; :func:`iter_messages`
@@ -15,8 +18,12 @@ walks a whole file.
 
 from __future__ import annotations
 
+import atexit
+import queue
+import sys
+import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
@@ -46,6 +53,7 @@ PROFILE = "stigmesh"
 CHUNK_BYTES = 1 << 20  # uncompressed bytes that close a chunk (a writer closes it sooner)
 ZSTD_LEVEL = 19  # ~25 ms for a chunk of 2 s of an agent's events; 12 % smaller than level 3
 RECORD_HEADER = 9  # opcode (1) + length (8)
+BACKLOG = 32  # closed chunks a background writer may hold before the logger waits for it
 
 
 @dataclass(frozen=True)
@@ -116,11 +124,74 @@ def _scan_existing(path: Path) -> _Open | None:
     return found
 
 
-class McapFile:
-    """An MCAP file written chunk by chunk; not thread-safe (its user holds a lock)."""
+@dataclass(frozen=True)
+class _Closed:
+    """A chunk taken from the builder, to be compressed and written."""
 
-    def __init__(self, path: Path, process: str, profile: str = PROFILE) -> None:
+    data: bytes
+    start: int
+    end: int
+    indexes: dict[int, list[tuple[int, int]]]
+
+
+class _Writer:
+    """Runs a file's writes in the order they were put, on a thread of its own.
+
+    A write that fails is raised in the caller at its next :meth:`put` or :meth:`drain`
+    (as the same write would have raised there when done in place)."""
+
+    def __init__(self, write: Callable[[bytes | _Closed], None], name: str) -> None:
+        self._write = write
+        # bounded: a writer that cannot keep up slows the logger rather than filling memory
+        self._queue: queue.Queue[bytes | _Closed | None] = queue.Queue(maxsize=BACKLOG)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def put(self, item: bytes | _Closed) -> None:
+        self._raise()
+        self._queue.put(item)
+
+    def drain(self) -> None:
+        """Return once everything put so far is written."""
+        self._queue.join()
+        self._raise()
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        self._raise()
+
+    def _raise(self) -> None:
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                self._write(item)
+            except Exception as exc:  # handed to the caller (_raise)
+                if self._error is None:
+                    self._error = exc
+            finally:
+                self._queue.task_done()
+
+
+class McapFile:
+    """An MCAP file written chunk by chunk; not thread-safe (its user holds a lock).
+
+    ``background``: chunks are compressed and written on a thread of their own, in order
+    (the bytes are the same as without); :meth:`drain` waits for them, :meth:`finish`
+    too, and so does the interpreter's exit."""
+
+    def __init__(self, path: Path, process: str, profile: str = PROFILE, *,
+                 background: bool = False) -> None:
         existing = _scan_existing(path) if path.exists() and path.stat().st_size else None
+        self._path = path
         self._file: IO[bytes] = path.open("r+b" if existing else "wb")
         self._schemas: dict[str, Schema] = {}
         self._channels: dict[str, Channel] = {}
@@ -143,6 +214,10 @@ class McapFile:
             Metadata(name="stigmesh", metadata={"process": process, "format": "1"}).write(out)
             self._file.write(MAGIC + out.end())
             self._file.flush()
+        self._writer: _Writer | None = None
+        if background:
+            self._writer = _Writer(self._write, f"mcap-{process}")
+            atexit.register(self._drain_at_exit)
 
     def channel(self, spec: ChannelSpec) -> int:
         """The id of the channel ``spec`` names (its schema and channel records are written
@@ -165,7 +240,7 @@ class McapFile:
                           schema_id=schema_id)
         self._channels[spec.topic] = channel
         channel.write(out)
-        self._file.write(out.end())
+        self._put(out.end())
         return channel.id
 
     def add(self, channel_id: int, log_time: int, data: bytes) -> None:
@@ -181,34 +256,65 @@ class McapFile:
         return self._chunk.count
 
     def close_chunk(self) -> None:
-        """Compress and write the chunk being filled, with its message indexes, in one write."""
+        """Close the chunk being filled: it is compressed and written with its message
+        indexes in one write (on the writer's thread when in the background)."""
         if not self._times:
             return
-        data = self._chunk.end()
+        closed = _Closed(self._chunk.end(), min(self._times), max(self._times),
+                         dict(sorted(self._indexes.items())))
+        self._indexes = {}
+        self._times.clear()
+        self._put(closed)
+
+    def drain(self) -> None:
+        """Return once every chunk closed so far is in the file (at once when not in the
+        background)."""
+        if self._writer is not None:
+            self._writer.drain()
+
+    def _put(self, item: bytes | _Closed) -> None:
+        if self._writer is not None:
+            self._writer.put(item)
+        else:
+            self._write(item)
+
+    def _write(self, item: bytes | _Closed) -> None:
+        if isinstance(item, bytes):
+            self._file.write(item)
+            return
+        data = item.data
         compressed = self._compressor.compress(data)
-        start, end = min(self._times), max(self._times)
         out = RecordBuilder()
-        Chunk(compression="zstd", data=compressed, message_end_time=end, message_start_time=start,
-              uncompressed_crc=zlib.crc32(data), uncompressed_size=len(data)).write(out)
+        Chunk(compression="zstd", data=compressed, message_end_time=item.end,
+              message_start_time=item.start, uncompressed_crc=zlib.crc32(data),
+              uncompressed_size=len(data)).write(out)
         chunk_length = out.count
         offset = self._file.tell()
-        index = ChunkIndex(message_start_time=start, message_end_time=end,
+        index = ChunkIndex(message_start_time=item.start, message_end_time=item.end,
                            chunk_start_offset=offset, chunk_length=chunk_length,
                            message_index_offsets={}, message_index_length=0, compression="zstd",
                            compressed_size=len(compressed), uncompressed_size=len(data))
-        for channel_id, records in sorted(self._indexes.items()):
+        for channel_id, records in item.indexes.items():
             index.message_index_offsets[channel_id] = offset + out.count
             MessageIndex(channel_id=channel_id, records=records).write(out)
         index.message_index_length = out.count - chunk_length
         self._file.write(out.end())
         self._file.flush()
         self._chunk_indexes.append(index)
-        self._indexes.clear()
-        self._times.clear()
+
+    def _drain_at_exit(self) -> None:
+        try:
+            self.drain()
+        except Exception as exc:  # at exit there is no caller left to raise it to
+            print(f"{self._path}: a log chunk was not written: {exc}", file=sys.stderr)
 
     def finish(self) -> None:
         """The last chunk, then the summary (schemas, channels, statistics, chunk indexes)."""
         self.close_chunk()
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            atexit.unregister(self._drain_at_exit)
+            writer.stop()
         out = RecordBuilder()
         DataEnd(data_section_crc=0).write(out)
         self._file.write(out.end())

@@ -8,8 +8,11 @@ belief grids go as binary arrays on ``/NAME/grid``, and the poses, tracks,
 peers and the room on the channels of the live view (protocol/scenelog.py), so
 Foxglove plays a run back as ``stigmesh view`` shows it live. Chunks
 (protocol/mcapfile.py) are closed every :data:`FLUSH_EVERY` seconds of the
-log's clock (and after each :data:`DURABLE` event): a killed process loses at
-most the chunk it was filling, and a reader sees a process's events at most
+log's clock (and after each :data:`DURABLE` event, which :meth:`RunLog.log`
+returns only once it is in the file); they are compressed and written on the
+log's own thread, so logging never waits for zstd. A killed process loses at
+most the chunk it was filling and any closed one not yet written (the
+writer's backlog: milliseconds), and a reader sees a process's events at most
 that late.
 
 :class:`LogReader` is the one reader: it streams a log chunk by chunk (memory
@@ -177,7 +180,7 @@ class RunLog:
         self._flush_every = flush_every
         self._lock = threading.Lock()
         self._packer = _EventPacker()
-        self._file: McapFile | None = McapFile(path, process)
+        self._file: McapFile | None = McapFile(path, process, background=True)
         self._events_channel = self._file.channel(
             ChannelSpec(f"/{process}/{EVENTS}", EVENTS_ENCODING, "", "", b""))
         self._batch: list[bytes] = []
@@ -211,6 +214,7 @@ class RunLog:
             self.lines += 1
             if event in DURABLE:
                 self._close_chunk()
+                self._file.drain()
             else:
                 self._pending(stamp)
 
@@ -226,6 +230,8 @@ class RunLog:
         """Close the chunk being filled now, so readers see every event logged so far."""
         with self._lock:
             self._close_chunk()
+            if self._file is not None:
+                self._file.drain()
 
     def _pending(self, now: float) -> None:
         """Something was added at ``now`` (the log's clock): close the chunk when it is due
