@@ -10,6 +10,7 @@ connection::
     receive_frame(batch, now, stages)     perception made an observation of a frame
     datagrams_to_send(now)                what to send now: swarm and car datagrams
     get_timer() / handle_timer(now)       the next deadline, and what is due at it
+                                          (a beat, a decision, a held-back TRACK, ...)
 
 Decisions are made when something new is known — an applied observation, a
 synchronized frame that saw nothing (a look for the search map), or a fused peer
@@ -147,7 +148,8 @@ class Agent:
     def get_timer(self) -> float | None:
         # The earliest of the deadlines that are set (min() of them, without a list).
         timer = self.next_tick
-        for deadline in (self._decide_at, self._held.next_at(), self.session.get_timer()):
+        for deadline in (self._decide_at, self._held.next_at(), self.session.get_timer(),
+                         self.core.track_due_at()):
             if deadline is not None and deadline < timer:
                 timer = deadline
         return timer
@@ -176,6 +178,9 @@ class Agent:
                 self.core.take_news()  # the beat's decision already knows it
         elif self._decide_at is not None and now >= self._decide_at:
             self._use(self.node.decide(now), now)
+        due = self.core.track_due_at()
+        if due is not None and now >= due:
+            self.node.send_track(now)
         self._after_input(now)
 
     # ------------------------------------------------------------------ outputs

@@ -335,6 +335,14 @@ class AgentCore:
         self._advance_localizer(now)
         self._decide(now, self.localizer.pose)
 
+    def track_due_at(self) -> float | None:
+        """When a TRACK held back by the burst limit may go (None: none is waiting)."""
+        return self.sending.track_due_at(self.track)
+
+    def send_due_track(self, now: float) -> None:
+        """Send the TRACK that was held back, if it may go now."""
+        self.sending.maybe_send_track(now, self.track)
+
     # ---------------------------------------------------------------- outputs
 
     def take_news(self) -> bool:

@@ -178,6 +178,12 @@ class SwarmNode:
         self._collect(now)
         return self.decision
 
+    def send_track(self, now: float) -> None:
+        """The TRACK the burst limit held back, at the time it may go."""
+        self.log("track_due", t=now)
+        self.core.send_due_track(now)
+        self._collect(now)
+
     def flush_rejections(self, now: float, *, final: bool = False) -> None:
         """Log the rejections tallied but not yet logged (``final``: all of them)."""
         for reason, count in self.rejections.flush(now, final=final):
@@ -265,6 +271,8 @@ def replay_inputs(
             core.tick(t, decide=line.get("decide", True) is not False)
         elif event == "decide":
             core.decide(t)
+        elif event == "track_due":
+            core.send_due_track(t)
         elif event == "byzantine":
             spec = None if line["spec"] is None else ByzantineSpec.from_mapping(line["spec"])
             core.set_sensor_fault(spec, int(line["seed"]))

@@ -4,8 +4,10 @@
 
 - HEARTBEAT every 1 / ``rates.heartbeat`` s: the pose (or LOST_POSE), the mode, the
   window's origin and the stats counters;
-- TRACK: at once after a fresh detection (at most ``rates.track_burst`` per second), else
-  again only when none went out for 1 / ``rates.track`` s;
+- TRACK: at once after a fresh detection, at most ``rates.track_burst`` of those per second
+  (one that must wait is due at :meth:`Sends.track_due_at`, the agent's timer, not at the
+  next beat); else the last one again when none went out for 1 / ``rates.track`` s (such a
+  resend carries nothing new and does not count against the burst);
 - PATCH every 1 / ``rates.patch`` s: the cells most worth sending, marked sent as the peers
   will decode them (float16);
 - LOOK when the seeker has one due, PING to every address whose ping is due;
@@ -72,6 +74,7 @@ class Sends:
         self._send = send
         self._next = {"heartbeat": t0, "patch": t0, "belief_log": t0}
         self._last_track_sent = -math.inf
+        self._last_fresh_sent = -math.inf  # the last TRACK that carried a new measurement
         self.track_dirty = False
         """The track took a measurement that no TRACK sent has carried yet."""
         self._snapshot_id = 0
@@ -111,8 +114,16 @@ class Sends:
 
     def maybe_send_track(self, now: float, track: TrackFilter) -> None:
         """A fresh detection goes out at once, rate-limited, not at the next periodic TRACK."""
-        if self.track_dirty and now - self._last_track_sent >= 1.0 / self.config.rates.track_burst:
+        due = self.track_due_at(track)
+        if due is not None and now >= due:
             self._send_track(now, track)
+
+    def track_due_at(self, track: TrackFilter) -> float | None:
+        """When the TRACK of a measurement no TRACK has carried yet may go (None: none
+        waits)."""
+        if not (self.track_dirty and track.initialised):
+            return None
+        return self._last_fresh_sent + 1.0 / self.config.rates.track_burst
 
     def send_snapshot(self, peer: Peer, now: float) -> None:
         """The whole window, unicast to a newly confirmed peer (rate-limited by the table)."""
@@ -133,6 +144,8 @@ class Sends:
         self._send(None, Track(tuple(t.state.tolist()), upper_triangle(t.covariance), t.time,
                                t.update_count))
         self._last_track_sent = now
+        if self.track_dirty:
+            self._last_fresh_sent = now
         self.track_dirty = False
 
     def _heartbeat(self, now: float) -> Heartbeat:

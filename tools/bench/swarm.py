@@ -1,7 +1,7 @@
 """``stigmesh bench swarm``: the swarm as real processes, measured from its logs.
 
-- detection to peer-fused latency: from the moment the sensing agent applies an
-  observation of the target to the moment a peer's track has fused the first TRACK sent
+- detection to peer-fused latency: from the moment the sensing agent's track accepts a
+  detection of the target to the moment a peer's track has fused the first TRACK sent
   at or after it (matched by the datagram's bytes less its MAC, which a sender logs as
   zeros), against a raw loopback UDP round trip measured in the same run;
 - bytes per second per agent (steady state, and with the one-off SNAPSHOTs), against
@@ -65,10 +65,10 @@ def _payload(raw: str) -> bytes:
 
 
 def _latencies(run: Path, names: list[str]) -> list[float]:
-    """From each detection an agent made (an observation of the target it applied) to a
-    peer's fusion of the first TRACK it sent at or after it (the same datagram's bytes,
-    less the MAC): how late the swarm hears of a detection, the wait for a send slot
-    included. A TRACK no peer fused (lost, refused) leaves its detections out."""
+    """From each detection an agent's track accepted to a peer's fusion of the first TRACK
+    it sent at or after it (the same datagram's bytes, less the MAC): how late the swarm
+    hears of a detection, the wait for a send slot included. A TRACK no peer fused (lost,
+    refused) leaves its detections out."""
     logs = {n: list(read_run_log(log_path(run, n))) for n in names}
     fused_at: dict[bytes, float] = {}  # a TRACK's payload -> when a peer first fused it
     for name in names:
@@ -86,8 +86,8 @@ def _latencies(run: Path, names: list[str]) -> list[float]:
                 if line["event"] == "tx" and line.get("kind") == "track"]
         times = [t for t, _ in sent]
         for line in logs[name]:
-            if line["event"] != "detection":
-                continue
+            if line["event"] != "detection" or not line.get("accepted"):
+                continue  # a detection the track refused makes no TRACK
             # the TRACK that carried it: sent at its time (logged just before it) or later
             i = bisect.bisect_left(times, line["t"])
             fused = fused_at.get(sent[i][1]) if i < len(sent) else None
