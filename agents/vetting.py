@@ -48,6 +48,7 @@ import numpy.typing as npt
 from agents.belief.constraints import FreeSpace
 from agents.belief.deposit import Footprint
 from agents.belief.lattice import cell_centre
+from agents.belief.models import cv_predict
 from agents.belief.reputation import (
     CheckOutcome,
     PositionClaim,
@@ -77,6 +78,13 @@ class Verdict:
 
     outcome: CheckOutcome
     turned: str | None = None
+
+
+def _claim_at(track: TrackFilter, x: FloatArray, P: FloatArray, dt: float) -> PositionClaim:
+    """A peer's claim predicted by ``dt`` as the peer made it: the motion model without the
+    room's limits. Clamping a claim beyond a wall into the room grows its covariance by the
+    move, so a lie beyond the wall would agree with anything near it."""
+    return PositionClaim.from_track(*cv_predict(x, P, dt, track.params.accel_psd))
 
 
 class Vetting:
@@ -181,7 +189,7 @@ class Vetting:
         claim = PositionClaim.from_track(x, P)
         if fresh:
             t_c = max(t, w.posterior_time)
-            claim = PositionClaim.from_track(*w.predict_peer(x, P, t_c - t))
+            claim = _claim_at(w, x, P, t_c - t)
             witness = PositionClaim.from_track(*w.state_at(t_c))
         views = None if recheck else self.views.test(
             x[:2], P[:2, :2], t, window=p.view_window, gate=p.gate, floor=p.claim_floor,
@@ -288,7 +296,7 @@ class Vetting:
             return math.nan, False
         t_c = max(now, track.posterior_time)
         own = PositionClaim.from_track(*track.state_at(t_c))
-        claim = PositionClaim.from_track(*track.predict_peer(x, P, t_c - t))
+        claim = _claim_at(track, x, P, t_c - t)
         nis = position_nis(own, claim)
         if nis <= self.config.reputation.gate or confirmed:
             return nis, False

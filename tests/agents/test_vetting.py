@@ -353,3 +353,15 @@ def test_a_fresh_own_detection_settles_a_dispute_without_a_look() -> None:
                if r.event == "peer_track")
     assert core.vetting.to_verify(t) is None
     assert "verify" not in {r.fields["mode"] for r in records if r.event == "decision"}
+
+
+def test_a_lie_beyond_the_wall_is_checked_as_it_was_told_not_clamped_into_the_room() -> None:
+    """The camera sees the target 0.5 m from the east wall; the peer claims it 1.5 m further
+    east, 1 m beyond the wall. Clamped into the room, the claim's covariance grew by the
+    move and it 'agreed' with the witness 0.5 m away (liar_among seed 3, from 44.7 s)."""
+    core = core_with_peer()
+    records = run(core, 3.0, claim=(6.0, 2.5), seen=(4.5, 2.5))
+    checks = [f for e, f in records if e == "peer_track" and f["check"] is not None]
+    assert checks and "witness_disagrees" in {f["check_reason"] for f in checks}
+    assert not any(f["check"] for f in checks)
+    assert any(e == "peer_distrusted" for e, _ in records)
