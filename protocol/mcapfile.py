@@ -137,8 +137,8 @@ class _Closed:
 class _Writer:
     """Runs a file's writes in the order they were put, on a thread of its own.
 
-    A write that fails is raised in the caller at its next :meth:`put` or :meth:`drain`
-    (as the same write would have raised there when done in place)."""
+    A write that fails is raised in the caller at its next :meth:`put` (after queueing that
+    one) or :meth:`drain`, as a write done in place would have raised in its caller."""
 
     def __init__(self, write: Callable[[bytes | _Closed], None], name: str) -> None:
         self._write = write
@@ -149,8 +149,8 @@ class _Writer:
         self._thread.start()
 
     def put(self, item: bytes | _Closed) -> None:
+        self._queue.put(item)  # queued first: an earlier write's failure loses nothing more
         self._raise()
-        self._queue.put(item)
 
     def drain(self) -> None:
         """Return once everything put so far is written."""
