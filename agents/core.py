@@ -11,11 +11,12 @@ vetting that feeds it (:mod:`agents.vetting`: the own evidence, a witness track
 and the recent views, that every new claim of a peer faces), the peer
 table with each peer's clock offset, the localizer and the navigator, and the
 seeker (:mod:`agents.seeking`: the search map, its own looks and the peers'
-LOOKs, the viewpoints a search goal is chosen among). It is
+LOOKs, the viewpoints a search goal is chosen among) with the frames seen without a pose
+that become looks once one comes (:mod:`agents.backfill`). It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
 
-Why one module of ~640 lines, over the ~500 of the rest: it is one state machine. Every
+Why one module of ~660 lines, over the ~500 of the rest: it is one state machine. Every
 input and every tick reads and changes the same state (grid, track, peers, pose), and the
 order of those changes is the behaviour; the fusion of a peer's cells and track (~150
 lines) changes the same grid and track as the own observations, and stays beside them.
@@ -35,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.backfill import Backfill
 from agents.belief import Detection as GridDetection
 from agents.belief import Footprint, FusionRule, PheromoneGrid, ReputationTable, TrackFilter
 from agents.belief.constraints import FreeSpace
@@ -93,6 +95,9 @@ class AgentCore:
         self.limits = c.claim_limits
         self.counters = RejectCounters()
         self.seeker = Seeker(c, self.counters, t0)  # the search map and its looks
+        # The frames seen without a pose, to be looks once one comes.
+        self.backfill = Backfill(c.search.backfill if self.seeker.map is not None else 0.0,
+                                 c.drive, c.localizer)
         # The own evidence (a witness track, the recent views) that peers' claims face.
         self.vetting = Vetting(c, self.space, self.reputation, self.counters, self._emit)
         self.refusals = RejectionSampler()
@@ -166,10 +171,14 @@ class AgentCore:
             if empty is not None:
                 self.seeker.after_frame(batch.t_capture, empty[0], empty[1], None,
                                         self.track.initialised, robots=self._other_robots(now))
+            else:
+                self.backfill.frame(batch.t_capture)
         if not result.applied:
             return
         self._news = True
         at = self.localizer.pose_at(batch.t_capture)
+        if at is None:
+            self.backfill.frame(batch.t_capture, batch.target)
         detections: list[GridDetection] = []
         det = result.detection
         if det is not None and self.sensor_fault is not None:
@@ -202,6 +211,9 @@ class AgentCore:
             robots = self._other_robots(now)
             self.grid.deposit(footprint, detections, room=self.config.room, robots=robots,
                               robot_radius=self.config.nav.robot_radius)
+            if result.initialized:
+                self.seeker.after_pose_came(self.backfill.place(batch.t_capture, *at),
+                                            self.track.initialised, robots=robots)
             self.seeker.after_frame(batch.t_capture, at[0], at[1], det, self.track.initialised,
                                     robots=robots)
             self.vetting.own_view(batch.t_capture, footprint, P_pose,
@@ -386,10 +398,15 @@ class AgentCore:
 
     def _advance_localizer(self, t: float) -> None:
         if t > self.localizer.t:
-            dt = t - self.localizer.t
+            t0 = self.localizer.t
+            dt = t - t0
             self.localizer.predict_to(t, self._duty[0], self._duty[1], self._gyro,
                                       self._gyro_error)
             pose = self.localizer.pose
+            if pose is None:
+                self.backfill.advance(t0, t, self._duty, self._gyro, self._gyro_error)
+            else:
+                self.backfill.clear()
             if pose is not None:
                 self._reckoned = pose
             elif self._reckoned is not None:  # the navigator's estimate for a lost robot

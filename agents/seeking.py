@@ -6,7 +6,8 @@ the room-scale search map (:mod:`agents.belief.search`) and everything around it
 - **own looks**: a frame with a good pose and no track is a look that saw nothing
   (at most one every ``look_interval``), applied to the map rounded as the wire
   carries it, numbered, and kept ``look_resend`` seconds to go out in LOOKs
-  (SWARM.md §6b; each look travels about twice);
+  (SWARM.md §6b; each look travels about twice); so are the frames of a turn without
+  a pose, once a pose comes (:mod:`agents.backfill` places them);
 - **a peer's looks** (SWARM.md §10.6): each applied once (:class:`LookLedger`: the
   look numbers per sender and epoch), from a trusted peer whose clock is mapped,
   only where its HEARTBEAT said it was, at a bounded rate per peer
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.backfill import Placed
 from agents.belief.search import (
     HEADING_UNIT,
     CameraLook,
@@ -45,6 +47,7 @@ from agents.checks import require
 from agents.config import FUSION_NONE, AgentConfig
 from agents.navigation import SearchView
 from agents.peers import Peer
+from agents.pose_geometry import target_position
 from protocol.errors import RejectCounters
 from protocol.swarm import Look, LookRecord
 
@@ -66,7 +69,9 @@ class Seeker:
             config.room, s, config.sensing.range, config.sensing.fov,
             config.localizer.camera_forward)
         self.counters = counters  # the core's: refused looks are counted with the rest
-        self.stats: dict[str, float] = {"looks_made": 0, "looks_applied": 0, "looks_sent": 0,
+        self.stats: dict[str, float] = {"looks_made": 0, "looks_backfilled": 0,
+                                        "sightings_backfilled": 0,
+                                        "looks_applied": 0, "looks_sent": 0,
                                         "seen_own": 0.0, "seen_peers": 0.0}
         self._seq = 0
         self._looks: list[tuple[int, CameraLook]] = []  # own looks still to be (re)sent
@@ -79,22 +84,22 @@ class Seeker:
         self.new_looks: list[CameraLook] = []
 
     def after_frame(self, t: float, pose: Any, P_pose: Any, det: Any, tracking: bool, *,
-                    robots: Sequence[tuple[float, float]] = ()) -> None:
+                    robots: Sequence[tuple[float, float]] = ()) -> bool:
         """A frame with a pose: a detection collapses the map; else, at most every
         ``look_interval``, with a good pose and no track, a look that saw nothing (past
-        the other ``robots``, where they are believed to stand)."""
+        the other ``robots``, where they are believed to stand). True: a look was made."""
         smap = self.map
         if smap is None:
-            return
+            return False
         s = self.config.search
         if det is not None:
             smap.collapse(det.x, det.y, det.cov)
-            return
+            return False
         if tracking or t - self._last_look_t < s.look_interval - 1e-6:
-            return
+            return False
         P = np.asarray(P_pose, dtype=np.float64)[:2, :2]
         if not float(np.linalg.eigvalsh(0.5 * (P + P.T))[-1]) <= s.max_pose_std**2:
-            return
+            return False
         self._last_look_t = t
         x, y, th = (float(v) for v in pose[:3])
         cf = self.config.localizer.camera_forward
@@ -107,6 +112,26 @@ class Seeker:
         self._seq += 1
         if self.collect_looks:
             self.new_looks.append(look)
+        return True
+
+    def after_pose_came(self, placed: Sequence[Placed], tracking: bool, *,
+                        robots: Sequence[tuple[float, float]] = ()) -> None:
+        """The frames seen without a pose, placed now that one came (:mod:`agents.backfill`,
+        in time order, before the frame that brought the pose): each a look like any other,
+        and one that saw the target collapses the map where that put it (the map only: the
+        track takes detections made with a pose)."""
+        smap = self.map
+        if smap is None:
+            return
+        cf = self.config.localizer.camera_forward
+        for frame in placed:
+            if frame.target is not None:
+                p, J, G = target_position(frame.pose, frame.target, cf)
+                cov = J @ frame.cov @ J.T + G @ frame.target.noise_cov @ G.T
+                smap.collapse(float(p[0]), float(p[1]), 0.5 * (cov + cov.T))
+                self.stats["sightings_backfilled"] += 1
+            elif self.after_frame(frame.t, frame.pose, frame.cov, None, tracking, robots=robots):
+                self.stats["looks_backfilled"] += 1
 
     def look_due(self, now: float) -> Look | None:
         """The LOOK to broadcast now, if one is due (every ``look_period``, sharing on):

@@ -91,6 +91,10 @@ class SearchParams:
     """At most one look every this many seconds (frames in between add nothing new)."""
     max_pose_std: float = 0.25
     """No look while the pose's position standard deviation (largest axis) exceeds this, m."""
+    backfill: float = 4.0
+    """Frames seen without a pose in the last this many seconds become looks once a pose
+    comes, placed by dead reckoning back from it (agents.backfill); 4 s holds one full turn
+    on the spot at the navigator's 2 rad/s and its 1 s margin (0: none)."""
     look_period: float = 1.0
     """A LOOK datagram every this many seconds, while there are looks to send."""
     look_resend: float = 2.0
@@ -129,7 +133,7 @@ class SearchParams:
                      "look_time", "switch_ratio"):
             value = getattr(self, name)
             require(math.isfinite(value) and value > 0.0, f"search.{name} must be > 0")
-        for name in ("target_speed", "min_range", "floor", "max_pose_std", "peer_speed",
+        for name in ("target_speed", "min_range", "floor", "max_pose_std", "backfill", "peer_speed",
                      "peer_slack", "clearance", "arrive_radius", "peer_view_age"):
             value = getattr(self, name)
             require(math.isfinite(value) and value >= 0.0, f"search.{name} must be >= 0")

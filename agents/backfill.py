@@ -1,0 +1,178 @@
+"""Backfill: the frames a robot saw while it had no pose, placed once a pose comes.
+
+A robot without a pose turns on the spot (at start-up, or when it lost its pose) until
+its camera finds tags; every frame of that turn is a look at the room (or a sighting of
+the target), but it has no place in the room yet. This keeps, for the last ``horizon``
+seconds without a pose, a *relative* dead reckoning from the duties and the gyro (the
+same inputs and error model as the localizer's, :func:`agents.pose_motion.rates`) and
+each such frame: its capture time and the target's sighting when it saw the target. A
+frame that saw the target is kept as well as those that did not: keeping only the
+latter would tell the search map "not here" around the very place the target stood.
+
+When the pose comes, at ``t_a``, each frame's pose is the new pose composed with the
+motion from ``t_a`` back to the frame::
+
+    pose_i = pose_a ⊕ (r_a⁻¹ ⊕ r_i)        (r: the relative dead reckoning)
+
+with the covariance of the new pose carried over and the dead reckoning's own error
+added, taken as fully correlated over the interval (a bias, the conservative case):
+heading σ = ∫σ_ω dt, position σ along the way ∫σ_v dt plus the path times the heading σ.
+The seeker gates a look like any other (its position σ must stay under
+``search.max_pose_std``), so a frame from far back along a drive is dropped, and one
+from a turn on the spot is kept; a sighting collapses the search map where it puts the
+target.
+
+Sans-IO and deterministic, like the core that owns it: times and inputs come in.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from agents.checks import require
+from agents.drive_model import DriveModel
+from agents.localizer_params import LocalizerParams
+from agents.observations import TagSighting
+from agents.pose_geometry import compose, motion_step, wrap_angle
+from agents.pose_motion import HeldInputs, rates
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """The relative dead reckoning at time ``t`` and its running error integrals."""
+
+    t: float
+    pose: tuple[float, float, float]
+    path: float
+    """Distance travelled since the reckoning began, m."""
+    speed_error: float
+    """∫σ_v dt since it began, m."""
+    heading_error: float
+    """∫σ_ω dt since it began, rad."""
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A frame seen without a pose, placed: capture time, pose (x, y, θ) and covariance,
+    and the target's sighting when the frame saw it."""
+
+    t: float
+    pose: FloatArray
+    cov: FloatArray
+    target: TagSighting | None = None
+
+
+class Backfill:
+    """Frames without a pose and the relative dead reckoning to place them; see the module
+    docstring. ``horizon`` 0 keeps nothing."""
+
+    def __init__(self, horizon: float, drive: DriveModel, params: LocalizerParams) -> None:
+        require(math.isfinite(horizon) and horizon >= 0.0, "horizon must be finite and >= 0")
+        self.horizon = horizon
+        self.drive = drive
+        self.params = params
+        self._samples: list[_Sample] = []
+        self._frames: list[tuple[float, TagSighting | None]] = []
+
+    def __len__(self) -> int:
+        """Frames waiting for a pose."""
+        return len(self._frames)
+
+    def clear(self) -> None:
+        """A pose is held (or the frames were placed): nothing to keep."""
+        self._samples.clear()
+        self._frames.clear()
+
+    def advance(self, t0: float, t1: float, duty: tuple[float, float], gyro_z: float | None,
+                gyro_error: float | None = None) -> None:
+        """Dead-reckon over [t0, t1] without a pose, under the inputs the localizer used
+        (the wheel duties, the gyro rate less its bias and that rate's error σ)."""
+        if self.horizon <= 0.0 or not t1 > t0:
+            return
+        if not self._samples or abs(self._samples[-1].t - t0) > 1e-9:  # a new reckoning
+            self._samples = [_Sample(t0, (0.0, 0.0, 0.0), 0.0, 0.0, 0.0)]
+        last = self._samples[-1]
+        dt = t1 - t0
+        v, omega, sigma_v, sigma_omega = rates(
+            self.params, self.drive, HeldInputs(duty[0], duty[1], gyro_z, gyro_error=gyro_error))
+        state, _, _ = motion_step(np.array(last.pose), v, omega, dt)
+        self._samples.append(_Sample(
+            t1, (float(state[0]), float(state[1]), float(state[2])), last.path + abs(v) * dt,
+            last.speed_error + sigma_v * dt, last.heading_error + sigma_omega * dt))
+        self._trim(t1)
+
+    def frame(self, t: float, target: TagSighting | None = None) -> None:
+        """A frame captured at ``t`` without a pose; ``target``: its sighting of the target."""
+        if self.horizon > 0.0 and (not self._frames or t > self._frames[-1][0]):
+            self._frames.append((t, target))
+
+    def place(self, t_a: float, pose_a: npt.ArrayLike,
+              cov_a: npt.ArrayLike) -> list[Placed]:
+        """The pose came at ``t_a`` (``pose_a``, ``cov_a``): every kept frame captured
+        within ``horizon`` before it, placed in time order (then nothing is kept)."""
+        frames = [f for f in self._frames if t_a - self.horizon <= f[0] <= t_a]
+        at_a = self._at(t_a)
+        placed: list[Placed] = []
+        if at_a is not None:
+            x_a = np.asarray(pose_a, dtype=np.float64)
+            P_a = np.asarray(cov_a, dtype=np.float64)
+            for t, target in frames:
+                at = self._at(t)
+                if at is None:
+                    continue
+                placed.append(replace(self._placed(t, at, at_a, x_a, P_a), target=target))
+        self.clear()
+        return placed
+
+    @staticmethod
+    def _placed(t: float, at: _Sample, at_a: _Sample, x_a: FloatArray,
+                P_a: FloatArray) -> Placed:
+        # The frame's pose in the frame of the pose at t_a: r_a⁻¹ ⊕ r_i.
+        ax, ay, ath = at_a.pose
+        c, s = math.cos(ath), math.sin(ath)
+        dx, dy = at.pose[0] - ax, at.pose[1] - ay
+        offset = np.array([c * dx + s * dy, -s * dx + c * dy, wrap_angle(at.pose[2] - ath)])
+        pose, J_state, _ = compose(x_a, offset)
+        sigma_th = at_a.heading_error - at.heading_error
+        sigma_p = (at_a.speed_error - at.speed_error) + (at_a.path - at.path) * sigma_th
+        P = J_state @ P_a @ J_state.T + np.diag([sigma_p**2, sigma_p**2, sigma_th**2])
+        return Placed(t, pose, 0.5 * (P + P.T))
+
+    def _at(self, t: float) -> _Sample | None:
+        """The dead reckoning at ``t``, between two samples (linear), None outside them."""
+        samples = self._samples
+        if not samples or not samples[0].t <= t <= samples[-1].t:
+            return None
+        k = bisect.bisect_left([s.t for s in samples], t)
+        hi = samples[k]
+        if hi.t == t or k == 0:
+            return hi
+        lo = samples[k - 1]
+        f = (t - lo.t) / (hi.t - lo.t)
+
+        def mix(a: float, b: float) -> float:
+            return a + f * (b - a)
+
+        th = lo.pose[2] + f * wrap_angle(hi.pose[2] - lo.pose[2])
+        return _Sample(t, (mix(lo.pose[0], hi.pose[0]), mix(lo.pose[1], hi.pose[1]), th),
+                       mix(lo.path, hi.path), mix(lo.speed_error, hi.speed_error),
+                       mix(lo.heading_error, hi.heading_error))
+
+    def _trim(self, now: float) -> None:
+        cut = now - self.horizon
+        k = 0
+        while k + 1 < len(self._samples) and self._samples[k + 1].t <= cut:
+            k += 1
+        if k:
+            del self._samples[:k]
+        self._frames = [f for f in self._frames if f[0] >= cut]
+
+
+__all__ = ["Backfill", "Placed"]

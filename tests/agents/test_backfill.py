@@ -1,0 +1,141 @@
+"""Frames seen without a pose become looks once a pose comes, placed by dead reckoning back
+from it: exact for a turn on the spot, less certain the farther back along a drive."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from agents.backfill import Backfill
+from agents.belief.search import SearchMap, SearchParams, rounded_look
+from agents.config import AgentConfig
+from agents.core import AgentCore
+from agents.drive_model import DriveModel
+from agents.localizer_params import LocalizerParams
+from agents.observations import ObservationBatch, PoseFix, TagSighting
+from agents.pose_geometry import wrap_angle
+from agents.room import Room
+
+DRIVE = DriveModel()
+PARAMS = LocalizerParams()
+P_A = np.diag([1e-4, 1e-4, 1e-4])
+
+
+def spun(horizon: float, rate: float, until: float, step: float = 0.05) -> Backfill:
+    """Turning on the spot at ``rate`` (the gyro's), a frame every 0.1 s, from t = 0."""
+    b = Backfill(horizon, DRIVE, PARAMS)
+    t = 0.0
+    while t < until - 1e-9:
+        if round(t / 0.1, 6).is_integer():
+            b.frame(t)
+        t1 = round(t + step, 9)
+        b.advance(t, t1, (-0.5, 0.5), rate, 0.0)
+        t = t1
+    return b
+
+
+def test_a_turn_on_the_spot_is_placed_at_the_headings_it_looked() -> None:
+    b = spun(horizon=4.0, rate=2.0, until=1.5)
+    placed = b.place(1.5, np.array([1.0, 2.0, 0.3]), P_A)
+    assert [round(p.t, 6) for p in placed] == [round(0.1 * k, 6) for k in range(15)]
+    for p in placed:
+        assert np.allclose(p.pose[:2], [1.0, 2.0], atol=1e-12)  # v = 0: it stayed put
+        assert abs(wrap_angle(float(p.pose[2]) - (0.3 - 2.0 * (1.5 - p.t)))) < 1e-9
+        # A perfect gyro (σ 0); the speed's error floor, even at rest, over the time back.
+        drift = (PARAMS.speed_error_floor * (1.5 - p.t)) ** 2
+        assert np.allclose(p.cov, P_A + np.diag([drift, drift, 0.0]), atol=1e-12)
+    assert len(b) == 0  # placed once, then nothing kept
+
+
+def test_the_error_of_the_dead_reckoning_grows_with_the_time_back() -> None:
+    b = Backfill(4.0, DRIVE, PARAMS)
+    for k in range(20):  # driving straight for 2 s, a frame every 0.1 s
+        b.frame(0.1 * k)
+        b.advance(0.1 * k, 0.1 * (k + 1), (0.6, 0.6), 0.0)
+    v, _ = DRIVE.body_velocity(0.6, 0.6)
+    placed = b.place(2.0, np.array([3.0, 1.0, 0.0]), P_A)
+    assert len(placed) == 20
+    for p in placed:  # heading 0: it stood v·(2 - t) behind, along x
+        assert math.isclose(float(p.pose[0]), 3.0 - v * (2.0 - p.t), abs_tol=1e-9)
+        assert math.isclose(float(p.pose[1]), 1.0, abs_tol=1e-9)
+    xx = [float(p.cov[0, 0]) for p in placed]
+    assert all(a > b for a, b in itertools.pairwise(xx))  # the older, the less certain
+    sigma_v = PARAMS.speed_error_frac * v + PARAMS.speed_error_floor
+    assert math.isclose(xx[0], 1e-4 + (sigma_v * 2.0 + v * 2.0 * PARAMS.gyro_error * 2.0) ** 2,
+                        rel_tol=1e-6)
+
+
+def test_only_frames_within_the_horizon_are_kept() -> None:
+    b = spun(horizon=1.0, rate=1.0, until=3.0)
+    placed = b.place(3.0, np.array([1.0, 1.0, 0.0]), P_A)
+    assert placed and min(p.t for p in placed) >= 2.0 - 1e-9
+    assert Backfill(0.0, DRIVE, PARAMS).place(3.0, np.zeros(3), P_A) == []
+
+
+def test_the_core_makes_looks_of_a_turn_without_a_pose_once_a_pose_fix_comes() -> None:
+    room = Room(5.0, 5.0)
+    still = SearchParams(target_speed=0.0)
+    cfg = AgentConfig(name="walnut", room=room, landmarks={0: (0.0, 2.5)}, target_tag=100,
+                      search=still)
+    core = AgentCore(cfg, t0=0.0)
+    rate = 1.0
+    t = 0.0
+    frames: list[float] = []
+    while t < 2.0 - 1e-9:  # turning on the spot, a frame that sees nothing every 0.1 s
+        core.on_car_status(t, -0.5, 0.5, rate)
+        core.on_observations(ObservationBatch(t, True), t)
+        frames.append(t)
+        t = round(t + 0.1, 9)
+    assert core.seeker.stats["looks_made"] == 0  # no pose, no look yet
+    theta_a = 1.0
+    core.on_car_status(t, -0.5, 0.5, rate)
+    core.on_observations(ObservationBatch(t, True, pose_fix=PoseFix(2.0, 2.0, theta_a, P_A)), t)
+    made = core.seeker.stats["looks_backfilled"]
+    assert made == 7  # one look per 0.25 s at most: 0, 0.3, ..., 1.8 (2.0 is too soon after)
+    # The map is what the same looks, at the headings the car turned through, give.
+    expect = SearchMap(room, still, cfg.nav.robot_radius)
+    gyro = core._gyro  # the rate the core integrated (less the gyro's learnt bias)
+    last = -math.inf
+    cf = cfg.localizer.camera_forward
+    for tf in frames:
+        if tf - last < still.look_interval - 1e-6:
+            continue
+        last = tf
+        assert gyro is not None
+        th = theta_a - gyro * (t - tf)
+        look = rounded_look(tf, (2.0 + cf * math.cos(th), 2.0 + cf * math.sin(th), th),
+                            cfg.sensing.range, cfg.sensing.fov)
+        expect.apply_look(look)
+    assert core.seeker.map is not None
+    assert np.allclose(core.seeker.map.p, expect.p, atol=1e-12)
+
+
+def test_a_sighting_without_a_pose_is_placed_on_the_map_not_told_as_not_there() -> None:
+    room = Room(5.0, 5.0)
+    still = SearchParams(target_speed=0.0)
+    cfg = AgentConfig(name="walnut", room=room, landmarks={0: (0.0, 2.5)}, target_tag=100,
+                      search=still)
+    core = AgentCore(cfg, t0=0.0)
+    rate = 1.0
+    t = 0.0
+    sighting = TagSighting(100, 1.5, 0.0, 0.02, 0.01)
+    while t < 1.0 - 1e-9:  # turning on the spot; the target dead ahead at 0.5 s
+        core.on_car_status(t, -0.5, 0.5, rate)
+        seen = sighting if abs(t - 0.5) < 1e-9 else None
+        core.on_observations(ObservationBatch(t, True, target=seen), t)
+        t = round(t + 0.1, 9)
+    core.on_car_status(t, -0.5, 0.5, rate)
+    core.on_observations(ObservationBatch(t, True, pose_fix=PoseFix(2.0, 2.0, 0.5, P_A)), t)
+    assert core.seeker.stats["sightings_backfilled"] == 1
+    assert core.seeker.stats["looks_backfilled"] >= 3
+    gyro = core._gyro
+    assert gyro is not None
+    th = 0.5 - gyro * (t - 0.5)  # the heading it faced when it saw the target
+    cf = cfg.localizer.camera_forward
+    x = 2.0 + (cf + 1.5) * math.cos(th)
+    y = 2.0 + (cf + 1.5) * math.sin(th)
+    assert core.seeker.map is not None
+    assert core.seeker.map.probability_within(x, y, 0.3) > 0.9
+    assert not core.track.initialised  # the track takes detections made with a pose only
