@@ -403,13 +403,12 @@ class AgentCore:
             self.localizer.predict_to(t, self._duty[0], self._duty[1], self._gyro,
                                       self._gyro_error)
             pose = self.localizer.pose
-            if pose is None:
-                self.backfill.advance(t0, t, self._duty, self._gyro, self._gyro_error)
-            else:
-                self.backfill.clear()
             if pose is not None:
+                self.backfill.clear()
                 self._reckoned = pose
-            elif self._reckoned is not None:  # the navigator's estimate for a lost robot
+                return
+            self.backfill.advance(t0, t, self._duty, self._gyro, self._gyro_error)
+            if self._reckoned is not None:  # the navigator's estimate for a lost robot
                 v, omega = self.config.drive.body_velocity(*self._duty)
                 state, _, _ = motion_step(
                     np.array(self._reckoned), v, omega if self._gyro is None else self._gyro, dt
