@@ -38,7 +38,7 @@ from agents.checks import require
 from agents.drive_model import DriveModel
 from agents.localizer_params import LocalizerParams
 from agents.observations import TagSighting
-from agents.pose_geometry import compose, motion_step, wrap_angle
+from agents.pose_geometry import compose, motion_step, relative, wrap_angle
 from agents.pose_motion import HeldInputs, rates
 
 FloatArray = npt.NDArray[np.float64]
@@ -134,11 +134,7 @@ class Backfill:
     @staticmethod
     def _placed(t: float, at: _Sample, at_a: _Sample, x_a: FloatArray,
                 P_a: FloatArray) -> Placed:
-        # The frame's pose in the frame of the pose at t_a: r_a⁻¹ ⊕ r_i.
-        ax, ay, ath = at_a.pose
-        c, s = math.cos(ath), math.sin(ath)
-        dx, dy = at.pose[0] - ax, at.pose[1] - ay
-        offset = np.array([c * dx + s * dy, -s * dx + c * dy, wrap_angle(at.pose[2] - ath)])
+        offset = relative(np.array(at_a.pose), np.array(at.pose))  # r_a⁻¹ ⊕ r_i
         pose, J_state, _ = compose(x_a, offset)
         sigma_th = at_a.heading_error - at.heading_error
         sigma_p = (at_a.speed_error - at.speed_error) + (at_a.path - at.path) * sigma_th
@@ -150,7 +146,7 @@ class Backfill:
         samples = self._samples
         if not samples or not samples[0].t <= t <= samples[-1].t:
             return None
-        k = bisect.bisect_left([s.t for s in samples], t)
+        k = bisect.bisect_left(samples, t, key=lambda s: s.t)
         hi = samples[k]
         if hi.t == t or k == 0:
             return hi

@@ -84,6 +84,14 @@ def compose(
     return pose, J_state, J_offset
 
 
+def relative(origin: FloatArray, pose: FloatArray) -> FloatArray:
+    """``pose`` in ``origin``'s own frame (origin⁻¹ ⊕ pose): ``compose(origin, ·)`` undone."""
+    th = float(origin[2])
+    c, s = math.cos(th), math.sin(th)
+    dx, dy = float(pose[0]) - float(origin[0]), float(pose[1]) - float(origin[1])
+    return np.array([c * dx + s * dy, -s * dx + c * dy, wrap_angle(float(pose[2]) - th)])
+
+
 def range_bearing(
     state: FloatArray, landmark: tuple[float, float], camera_forward: float = 0.0
 ) -> tuple[FloatArray, FloatArray]:

@@ -93,8 +93,8 @@ class SearchParams:
     """No look while the pose's position standard deviation (largest axis) exceeds this, m."""
     backfill: float = 4.0
     """Frames seen without a pose in the last this many seconds become looks once a pose
-    comes, placed by dead reckoning back from it (agents.backfill); 4 s holds one full turn
-    on the spot at the navigator's 2 rad/s and its 1 s margin (0: none)."""
+    comes, placed by dead reckoning back from it (agents.backfill); 4 s holds a full turn
+    on the spot at the navigator's 2 rad/s (3.1 s) and most of its 1 s margin (0: none)."""
     look_period: float = 1.0
     """A LOOK datagram every this many seconds, while there are looks to send."""
     look_resend: float = 2.0

@@ -15,7 +15,7 @@ from agents.core import AgentCore
 from agents.drive_model import DriveModel
 from agents.localizer_params import LocalizerParams
 from agents.observations import ObservationBatch, PoseFix, TagSighting
-from agents.pose_geometry import wrap_angle
+from agents.pose_geometry import compose, relative, wrap_angle
 from agents.room import Room
 
 DRIVE = DriveModel()
@@ -74,68 +74,74 @@ def test_only_frames_within_the_horizon_are_kept() -> None:
     assert Backfill(0.0, DRIVE, PARAMS).place(3.0, np.zeros(3), P_A) == []
 
 
-def test_the_core_makes_looks_of_a_turn_without_a_pose_once_a_pose_fix_comes() -> None:
-    room = Room(5.0, 5.0)
-    still = SearchParams(target_speed=0.0)
-    cfg = AgentConfig(name="walnut", room=room, landmarks={0: (0.0, 2.5)}, target_tag=100,
-                      search=still)
-    core = AgentCore(cfg, t0=0.0)
-    rate = 1.0
+ROOM = Room(5.0, 5.0)
+STILL = SearchParams(target_speed=0.0)
+CONFIG = AgentConfig(name="walnut", room=ROOM, landmarks={0: (0.0, 2.5)}, target_tag=100,
+                     search=STILL)
+
+
+def turned_without_a_pose(until: float, theta_a: float,
+                          target_at: float | None = None) -> tuple[AgentCore, list[float]]:
+    """A core turning on the spot at 1 rad/s without a pose, a frame every 0.1 s until
+    ``until`` (seeing the target 1.5 m dead ahead at ``target_at``), then a pose fix at
+    (2, 2, ``theta_a``). Returns the core and the frames' times."""
+    core = AgentCore(CONFIG, t0=0.0)
     t = 0.0
     frames: list[float] = []
-    while t < 2.0 - 1e-9:  # turning on the spot, a frame that sees nothing every 0.1 s
-        core.on_car_status(t, -0.5, 0.5, rate)
-        core.on_observations(ObservationBatch(t, True), t)
+    while t < until - 1e-9:
+        core.on_car_status(t, -0.5, 0.5, 1.0)
+        seen = TagSighting(100, 1.5, 0.0, 0.02, 0.01) if t == target_at else None
+        core.on_observations(ObservationBatch(t, True, target=seen), t)
         frames.append(t)
         t = round(t + 0.1, 9)
     assert core.seeker.stats["looks_made"] == 0  # no pose, no look yet
-    theta_a = 1.0
-    core.on_car_status(t, -0.5, 0.5, rate)
+    core.on_car_status(t, -0.5, 0.5, 1.0)
     core.on_observations(ObservationBatch(t, True, pose_fix=PoseFix(2.0, 2.0, theta_a, P_A)), t)
+    return core, frames
+
+
+def test_the_core_makes_looks_of_a_turn_without_a_pose_once_a_pose_fix_comes() -> None:
+    theta_a = 1.0
+    core, frames = turned_without_a_pose(2.0, theta_a)
+    t = 2.0
     made = core.seeker.stats["looks_backfilled"]
     assert made == 7  # one look per 0.25 s at most: 0, 0.3, ..., 1.8 (2.0 is too soon after)
     # The map is what the same looks, at the headings the car turned through, give.
-    expect = SearchMap(room, still, cfg.nav.robot_radius)
+    expect = SearchMap(ROOM, STILL, CONFIG.nav.robot_radius)
     gyro = core._gyro  # the rate the core integrated (less the gyro's learnt bias)
     last = -math.inf
-    cf = cfg.localizer.camera_forward
+    cf = CONFIG.localizer.camera_forward
     for tf in frames:
-        if tf - last < still.look_interval - 1e-6:
+        if tf - last < STILL.look_interval - 1e-6:
             continue
         last = tf
         assert gyro is not None
         th = theta_a - gyro * (t - tf)
         look = rounded_look(tf, (2.0 + cf * math.cos(th), 2.0 + cf * math.sin(th), th),
-                            cfg.sensing.range, cfg.sensing.fov)
+                            CONFIG.sensing.range, CONFIG.sensing.fov)
         expect.apply_look(look)
     assert core.seeker.map is not None
     assert np.allclose(core.seeker.map.p, expect.p, atol=1e-12)
 
 
 def test_a_sighting_without_a_pose_is_placed_on_the_map_not_told_as_not_there() -> None:
-    room = Room(5.0, 5.0)
-    still = SearchParams(target_speed=0.0)
-    cfg = AgentConfig(name="walnut", room=room, landmarks={0: (0.0, 2.5)}, target_tag=100,
-                      search=still)
-    core = AgentCore(cfg, t0=0.0)
-    rate = 1.0
-    t = 0.0
-    sighting = TagSighting(100, 1.5, 0.0, 0.02, 0.01)
-    while t < 1.0 - 1e-9:  # turning on the spot; the target dead ahead at 0.5 s
-        core.on_car_status(t, -0.5, 0.5, rate)
-        seen = sighting if abs(t - 0.5) < 1e-9 else None
-        core.on_observations(ObservationBatch(t, True, target=seen), t)
-        t = round(t + 0.1, 9)
-    core.on_car_status(t, -0.5, 0.5, rate)
-    core.on_observations(ObservationBatch(t, True, pose_fix=PoseFix(2.0, 2.0, 0.5, P_A)), t)
+    core, _ = turned_without_a_pose(1.0, 0.5, target_at=0.5)
+    t = 1.0
     assert core.seeker.stats["sightings_backfilled"] == 1
     assert core.seeker.stats["looks_backfilled"] >= 3
     gyro = core._gyro
     assert gyro is not None
     th = 0.5 - gyro * (t - 0.5)  # the heading it faced when it saw the target
-    cf = cfg.localizer.camera_forward
+    cf = CONFIG.localizer.camera_forward
     x = 2.0 + (cf + 1.5) * math.cos(th)
     y = 2.0 + (cf + 1.5) * math.sin(th)
     assert core.seeker.map is not None
     assert core.seeker.map.probability_within(x, y, 0.3) > 0.9
     assert not core.track.initialised  # the track takes detections made with a pose only
+
+
+def test_relative_undoes_compose() -> None:
+    origin = np.array([1.0, -2.0, 2.9])
+    offset = np.array([0.4, -1.3, -2.8])
+    pose, _, _ = compose(origin, offset)
+    assert np.allclose(relative(origin, pose), offset, atol=1e-12)
