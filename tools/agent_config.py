@@ -80,9 +80,9 @@ def config_from_site(
         fusion=s["fusion"],
         use_reputation=s["reputation"],
     )
-    if site.target.max_speed is not None:  # the search map spreads at the declared speed
-        config = replace(config, search=replace(config.search,
-                                                target_speed=site.target.max_speed))
+    # One target speed for the track and the search map: the site's declared max_speed,
+    # else the track's default (the map spreads, and late looks erode, at that speed).
+    config = replace(config, search=replace(config.search, target_speed=config.track.max_speed))
     return replace(config, **overrides) if overrides else config
 
 
