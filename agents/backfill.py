@@ -19,8 +19,10 @@ added, taken as fully correlated over the interval (a bias, the conservative cas
 heading σ = ∫σ_ω dt, position σ along the way ∫σ_v dt plus the path times the heading σ.
 The seeker gates a look like any other (its position σ must stay under
 ``search.max_pose_std``), so a frame from far back along a drive is dropped, and one
-from a turn on the spot is kept; a sighting collapses the search map where it puts the
-target.
+from a turn on the spot is kept. A sighting becomes a detection of its capture time,
+with its covariance (:meth:`Placed.detection`): the core gives it to the track before the
+frame that brought the pose (the track takes late detections exactly), logged with
+``placed_at``, the time it became known; the search map is held where it puts the target.
 
 Sans-IO and deterministic, like the core that owns it: times and inputs come in.
 """
@@ -37,8 +39,14 @@ import numpy.typing as npt
 from agents.checks import require
 from agents.drive_model import DriveModel
 from agents.localizer_params import LocalizerParams
-from agents.observations import TagSighting
-from agents.pose_geometry import compose, motion_step, relative, wrap_angle
+from agents.observations import Detection, TagSighting
+from agents.pose_geometry import (
+    compose,
+    motion_step,
+    relative,
+    sighting_detection,
+    wrap_angle,
+)
 from agents.pose_motion import HeldInputs, rates
 
 FloatArray = npt.NDArray[np.float64]
@@ -67,6 +75,12 @@ class Placed:
     pose: FloatArray
     cov: FloatArray
     target: TagSighting | None = None
+
+    def detection(self, camera_forward: float) -> Detection | None:
+        """The target where this frame places it, when it saw the target."""
+        if self.target is None:
+            return None
+        return sighting_detection(self.pose, self.cov, self.target, self.t, camera_forward)
 
 
 class Backfill:

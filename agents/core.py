@@ -46,7 +46,7 @@ from agents.faults import Byzantine, ByzantineSpec, Stage
 from agents.gyro_bias import GyroBias
 from agents.localization import EMPTY, PoseEKF
 from agents.navigation import BeliefView, Navigator, TrackView
-from agents.observations import ObservationBatch
+from agents.observations import Detection, ObservationBatch
 from agents.outputs import Outgoing, OutPatch, Outputs, OutSnapshot, Record, Send
 from agents.peer_clock import hold, peer_time, release, to_local
 from agents.peers import Address, Peer, PeerTable
@@ -179,31 +179,18 @@ class AgentCore:
         at = self.localizer.pose_at(batch.t_capture)
         if at is None:
             self.backfill.frame(batch.t_capture, batch.target)
+        placed = self.backfill.place(batch.t_capture, *at) if (
+            at is not None and result.initialized) else []
+        cf = self.config.localizer.camera_forward
+        for frame in placed:  # all older than this frame: the track takes them first
+            late = frame.detection(cf)
+            if late is not None:
+                self._own_detection(late, now, placed_at=batch.t_capture)
         detections: list[GridDetection] = []
         det = result.detection
-        if det is not None and self.sensor_fault is not None:
-            det = self.sensor_fault.transform_observation(det, now)
         if det is not None:
-            self.stats["detections"] += 1
-            self._last_detection_at = det.t
+            det = self._own_detection(det, now)
             detections.append(GridDetection(det.x, det.y, det.cov))
-            upd = self.track.update_position((det.x, det.y), det.cov, det.t, consider=det.pose_cov)
-            if upd.accepted:
-                self.sending.track_dirty = True
-                self._track_info_at = now
-            self.vetting.own_detection(det)
-            self._emit(
-                "detection",
-                {
-                    "t_det": det.t,
-                    "x": det.x,
-                    "y": det.y,
-                    "cov": det.cov,
-                    "accepted": upd.accepted,
-                    "reason": str(upd.reason),
-                },
-            )
-            self.sending.maybe_send_track(now, self.track)
         if at is not None:
             (px, py, ptheta), P_pose = at
             s = self.config.sensing
@@ -211,13 +198,35 @@ class AgentCore:
             robots = self._other_robots(now)
             self.grid.deposit(footprint, detections, room=self.config.room, robots=robots,
                               robot_radius=self.config.nav.robot_radius)
-            if result.initialized:
-                self.seeker.after_pose_came(self.backfill.place(batch.t_capture, *at),
-                                            self.track.initialised, robots=robots)
+            if placed:
+                self.seeker.after_pose_came(placed, self.track.initialised, batch.t_capture,
+                                            robots=robots)
             self.seeker.after_frame(batch.t_capture, at[0], at[1], det, self.track.initialised,
                                     robots=robots)
             self.vetting.own_view(batch.t_capture, footprint, P_pose,
                                   None if det is None else (det.x, det.y), robots)
+
+    def _own_detection(self, det: Detection, now: float,
+                       placed_at: float | None = None) -> Detection:
+        """One of this robot's detections (through its sensor fault, if any) into the track;
+        ``placed_at``: a frame seen without a pose, placed when the pose came then
+        (:mod:`agents.backfill`). Returns the detection as the track took it."""
+        if self.sensor_fault is not None:
+            det = self.sensor_fault.transform_observation(det, now)
+        self.stats["detections"] += 1
+        self._last_detection_at = max(self._last_detection_at, det.t)
+        upd = self.track.update_position((det.x, det.y), det.cov, det.t, consider=det.pose_cov)
+        if upd.accepted:
+            self.sending.track_dirty = True
+            self._track_info_at = now
+        self.vetting.own_detection(det)
+        record: dict[str, Any] = {"t_det": det.t, "x": det.x, "y": det.y, "cov": det.cov,
+                                  "accepted": upd.accepted, "reason": str(upd.reason)}
+        if placed_at is not None:
+            record["placed_at"] = placed_at
+        self._emit("detection", record)
+        self.sending.maybe_send_track(now, self.track)
+        return det
 
     def on_peer_discovered(self, name: str, addr: Address, epoch: int, now: float) -> None:
         """Discovery (mDNS or a static list) names an address to PING; it makes no peer."""
@@ -646,7 +655,7 @@ class AgentCore:
 
     def on_oracle_look(self, sender: str, look: CameraLook, now: float) -> None:
         """Another robot's look handed over directly (the lockstep oracle)."""
-        self.seeker.on_oracle_look(sender, look)
+        self.seeker.on_oracle_look(sender, look, now)
 
     def _check_peers(self, now: float) -> None:
         self.peers.check(now)

@@ -84,8 +84,8 @@ from agents.pose_geometry import (
     PoseSolution,
     compose,
     range_bearing,
+    sighting_detection,
     solve_pose_from_tags,
-    target_position,
     wrap_angle,
 )
 from agents.pose_motion import HeldInputs, integrate
@@ -596,9 +596,4 @@ class PoseEKF:
         if at is None:
             self.counters.count(f"detection_{NO_POSE}")
             return None
-        x, P = at
-        p, J, G = target_position(x, sighting, self.params.camera_forward)
-        pose_cov = J @ P @ J.T
-        cov = pose_cov + G @ sighting.noise_cov @ G.T
-        return Detection(float(p[0]), float(p[1]), 0.5 * (cov + cov.T), t_stamp,
-                         0.5 * (pose_cov + pose_cov.T))
+        return sighting_detection(at[0], at[1], sighting, t_stamp, self.params.camera_forward)

@@ -1,5 +1,6 @@
 """The pose filter's geometry: the motion step, a landmark's range and bearing, a sighted
-point's world position, and the pose that explains simultaneous tag sightings.
+point's world position (and the detection it makes), and the pose that explains
+simultaneous tag sightings.
 
 Pure functions of numbers; :func:`solve_pose_from_tags` refuses rather than
 guesses and says why (``too_few_tags``, ``residual_gate``, ``ambiguous``,
@@ -17,7 +18,7 @@ import numpy.typing as npt
 from scipy.special import chdtri
 
 from agents.checks import require
-from agents.observations import TagSighting
+from agents.observations import Detection, TagSighting
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -130,6 +131,18 @@ def target_position(
     J = np.array([[1.0, 0.0, -a * st - r * sp], [0.0, 1.0, a * ct + r * cp]])
     G = np.array([[cp, -r * sp], [sp, r * cp]])
     return p, J, G
+
+
+def sighting_detection(state: FloatArray, P: FloatArray, sighting: TagSighting, t: float,
+                       camera_forward: float = 0.0) -> Detection:
+    """The target a sighting places from a pose (x, y, θ) with covariance ``P``, seen at
+    ``t``: covariance J P Jᵀ (the pose's part, kept as ``pose_cov``) + G N Gᵀ (the
+    sighting's own noise N)."""
+    p, J, G = target_position(state, sighting, camera_forward)
+    pose_cov = J @ P @ J.T
+    cov = pose_cov + G @ sighting.noise_cov @ G.T
+    return Detection(float(p[0]), float(p[1]), 0.5 * (cov + cov.T), t,
+                     0.5 * (pose_cov + pose_cov.T))
 
 
 def _circle_candidates(

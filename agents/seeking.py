@@ -47,7 +47,6 @@ from agents.checks import require
 from agents.config import FUSION_NONE, AgentConfig
 from agents.navigation import SearchView
 from agents.peers import Peer
-from agents.pose_geometry import target_position
 from protocol.errors import RejectCounters
 from protocol.swarm import Look, LookRecord
 
@@ -84,10 +83,12 @@ class Seeker:
         self.new_looks: list[CameraLook] = []
 
     def after_frame(self, t: float, pose: Any, P_pose: Any, det: Any, tracking: bool, *,
-                    robots: Sequence[tuple[float, float]] = ()) -> bool:
+                    robots: Sequence[tuple[float, float]] = (), age: float = 0.0) -> bool:
         """A frame with a pose: a detection collapses the map; else, at most every
         ``look_interval``, with a good pose and no track, a look that saw nothing (past
-        the other ``robots``, where they are believed to stand). True: a look was made."""
+        the other ``robots``, where they are believed to stand). ``age``: how long before
+        the map's present the frame was seen (0: just now; the map is at the last tick).
+        True: a look was made."""
         smap = self.map
         if smap is None:
             return False
@@ -106,7 +107,7 @@ class Seeker:
         sensing = self.config.sensing
         look = rounded_look(t, (x + cf * math.cos(th), y + cf * math.sin(th), th),
                             sensing.range, sensing.fov)
-        self.stats["seen_own"] += smap.apply_look(look, robots)
+        self.stats["seen_own"] += smap.apply_look(look, robots, age)
         self.stats["looks_made"] += 1
         self._looks.append((self._seq, look))
         self._seq += 1
@@ -114,23 +115,24 @@ class Seeker:
             self.new_looks.append(look)
         return True
 
-    def after_pose_came(self, placed: Sequence[Placed], tracking: bool, *,
+    def after_pose_came(self, placed: Sequence[Placed], tracking: bool, t: float, *,
                         robots: Sequence[tuple[float, float]] = ()) -> None:
-        """The frames seen without a pose, placed now that one came (:mod:`agents.backfill`,
-        in time order, before the frame that brought the pose): each a look like any other,
-        and one that saw the target collapses the map where that put it (the map only: the
-        track takes detections made with a pose)."""
+        """The frames seen without a pose, placed now that one came at ``t``
+        (:mod:`agents.backfill`, in time order, before the frame that brought the pose):
+        each a look like any other (none once the sightings among them started a track),
+        and one that saw the target collapses the map where that put it; both late by
+        ``t`` less the frame's time (:meth:`SearchMap.apply_look`'s ``age``)."""
         smap = self.map
         if smap is None:
             return
         cf = self.config.localizer.camera_forward
         for frame in placed:
-            if frame.target is not None:
-                p, J, G = target_position(frame.pose, frame.target, cf)
-                cov = J @ frame.cov @ J.T + G @ frame.target.noise_cov @ G.T
-                smap.collapse(float(p[0]), float(p[1]), 0.5 * (cov + cov.T))
+            det = frame.detection(cf)
+            if det is not None:
+                smap.collapse(det.x, det.y, det.cov, t - frame.t)
                 self.stats["sightings_backfilled"] += 1
-            elif self.after_frame(frame.t, frame.pose, frame.cov, None, tracking, robots=robots):
+            elif self.after_frame(frame.t, frame.pose, frame.cov, None, tracking, robots=robots,
+                                  age=t - frame.t):
                 self.stats["looks_backfilled"] += 1
 
     def look_due(self, now: float) -> Look | None:
@@ -195,7 +197,7 @@ class Seeker:
             if not bucket.take(now):
                 self.counters.count("look_rate_exceeded")
                 continue
-            seen += smap.apply_look(look, robots)
+            seen += smap.apply_look(look, robots, now - t)
             applied += 1
             newest = self._peer_views.get(peer.name)
             if newest is None or look.t >= newest.t:
@@ -205,10 +207,11 @@ class Seeker:
         return {"peer": peer.name, "looks": len(body.looks), "applied": applied,
                 "again": again, "seen": seen}
 
-    def on_oracle_look(self, sender: str, look: CameraLook) -> None:
-        """Another robot's look handed over directly (the lockstep oracle), applied at once."""
+    def on_oracle_look(self, sender: str, look: CameraLook, now: float) -> None:
+        """Another robot's look handed over directly (the lockstep oracle), applied at once
+        (late by ``now`` less its time, as a peer's would be)."""
         if self.map is not None:
-            self.stats["seen_peers"] += self.map.apply_look(look)
+            self.stats["seen_peers"] += self.map.apply_look(look, age=now - look.t)
             self.stats["looks_applied"] += 1
             self._peer_views[sender] = look
 

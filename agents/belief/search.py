@@ -23,10 +23,19 @@ Three things change it:
   (:mod:`agents.belief.occlusion`). After every update a
   ``floor`` share of the uniform map is mixed back in, so no look makes a
   place impossible.
+- **a late look** (a peer's, or a frame placed once a pose came): the map is at
+  its present, the look ``age`` seconds older, and the target may have walked
+  into the footprint since. The look is applied as the map would have it had it
+  been applied at its time and then predicted: under the map's own walk, the
+  chance that a target in a cell now was seen then is ``P_d`` walked for ``age``
+  (the same steps as ``predict``; the walk is symmetric, so backward and forward
+  are one kernel). The look says "not here" less near its edges, and a look older
+  than the target needs to cross it says almost nothing.
 - **a detection or a track** (:meth:`SearchMap.collapse`): the map becomes the
   track's position Gaussian (its covariance plus the cell's own c²/12),
   restricted to free cells; when the track is later dropped, the search
-  resumes from there and spreads at the target's speed.
+  resumes from there and spreads at the target's speed. A sighting placed late
+  spreads at once for its age, as the map would have since.
 
 :class:`Viewpoints` are the camera poses (x, y, θ) a robot could drive to: a
 lattice of positions clear of walls and obstacles times ``viewpoint_headings``
@@ -196,6 +205,24 @@ def rounded_look(t: float, camera: tuple[float, float, float], range_: float,
     )
 
 
+def walk(p: FloatArray, both_x: FloatArray, both_y: FloatArray, steps: int) -> FloatArray:
+    """``steps`` lazy random-walk steps of ``p``: BETA of each cell to each 4-neighbour where
+    both are free (``both_x``: pairs along x, shape (rows, columns - 1); ``both_y`` along
+    y). Conserves the total (up to rounding) and keeps every cell >= 0."""
+    for _ in range(steps):
+        out = p.copy()
+        right = BETA * p[:, :-1] * both_x  # from column i to i + 1
+        left = BETA * p[:, 1:] * both_x  # from column i + 1 to i
+        out[:, :-1] += left - right
+        out[:, 1:] += right - left
+        up = BETA * p[:-1, :] * both_y
+        down = BETA * p[1:, :] * both_y
+        out[:-1, :] += down - up
+        out[1:, :] += up - down
+        p = out
+    return p
+
+
 class SearchMap:
     """Where the target may be, room-wide; see the module docstring."""
 
@@ -276,34 +303,29 @@ class SearchMap:
         if n <= 0:
             return 0
         self._pending = max(0.0, self._pending - n * tau)
-        for _ in range(min(n, self.params.max_predict_steps)):
-            self._step()
+        self.p = walk(self.p, self._both_x, self._both_y, min(n, self.params.max_predict_steps))
         return n
 
-    def _step(self) -> None:
-        """One lazy random-walk step: BETA of each cell to each free 4-neighbour."""
-        p = self.p
-        out = p.copy()
-        right = BETA * p[:, :-1] * self._both_x  # from column i to i + 1
-        left = BETA * p[:, 1:] * self._both_x  # from column i + 1 to i
-        out[:, :-1] += left - right
-        out[:, 1:] += right - left
-        up = BETA * p[:-1, :] * self._both_y
-        down = BETA * p[1:, :] * self._both_y
-        out[:-1, :] += down - up
-        out[1:, :] += up - down
-        self.p = out
+    def _steps_for(self, age: float) -> int:
+        """The walk's steps in ``age`` seconds (as :meth:`predict` counts them)."""
+        v = self.params.target_speed
+        if not (age > 0.0 and v > 0.0):
+            return 0
+        return min(math.floor(age * v / self.params.cell_size + 1e-9),
+                   self.params.max_predict_steps)
 
     # ------------------------------------------------------------------ looks
 
     def detection(
-        self, look: CameraLook, robots: Sequence[tuple[float, float]] = ()
+        self, look: CameraLook, robots: Sequence[tuple[float, float]] = (), steps: int = 0
     ) -> tuple[tuple[slice, slice], FloatArray]:
         """P_d of ``look`` over the cells of its bounding box: (rows, columns) and the array
-        (``robots``: where the other robots stood, hiding what is behind them)."""
+        (``robots``: where the other robots stood, hiding what is behind them). ``steps``:
+        P_d walked this many steps of the map's walk (a late look; the box grows by as many
+        cells, as far as the walk can carry it)."""
         s = self.params
         c = s.cell_size
-        r = look.range
+        r = look.range + max(steps, 0) * c
         i0 = max(0, math.floor((look.x - r) / c))
         i1 = min(self.nx, math.floor((look.x + r) / c) + 1)
         j0 = max(0, math.floor((look.y - r) / c))
@@ -312,7 +334,10 @@ class SearchMap:
         if i1 <= i0 or j1 <= j0:
             return box, np.zeros((max(0, j1 - j0), max(0, i1 - i0)))
         px, py = np.meshgrid(self.xs[i0:i1], self.ys[j0:j1])
-        return box, self._pd(look, px, py, robots) * self.free[box]
+        pd = self._pd(look, px, py, robots) * self.free[box]
+        if steps > 0:
+            pd = walk(pd, self._both_x[j0:j1, i0:i1 - 1], self._both_y[j0:j1 - 1, i0:i1], steps)
+        return box, pd
 
     def _pd(self, look: CameraLook, px: FloatArray, py: FloatArray,
             robots: Sequence[tuple[float, float]]) -> FloatArray:
@@ -331,18 +356,23 @@ class SearchMap:
                             robot_radius=self.robot_radius), 0.0, g)
         return s.p_detect * g
 
-    def apply_look(self, look: CameraLook, robots: Sequence[tuple[float, float]] = ()) -> float:
+    def apply_look(self, look: CameraLook, robots: Sequence[tuple[float, float]] = (),
+                   age: float = 0.0) -> float:
         """A look that saw nothing; returns the probability it had of seeing the target
-        (``robots``: where the other robots stood, hiding what is behind them)."""
-        box, pd = self.detection(look, robots)
+        (``robots``: where the other robots stood, hiding what is behind them). ``age``: how
+        long before the map's present the look was taken (a peer's, or one placed late); its
+        P_d is walked for that long (see the module docstring)."""
+        box, pd = self.detection(look, robots, self._steps_for(age))
         region = self.p[box]
         seen = float((region * pd).sum())
         self.p[box] = region * (1.0 - pd)
         self._renormalise()
         return seen
 
-    def collapse(self, x: float, y: float, cov: npt.ArrayLike) -> None:
-        """The target is at (x, y) with this 2×2 covariance (a detection, a track)."""
+    def collapse(self, x: float, y: float, cov: npt.ArrayLike, age: float = 0.0) -> None:
+        """The target is at (x, y) with this 2×2 covariance (a detection, a track); ``age``:
+        it was there this long before the map's present (a sighting placed late), so the
+        map then walks for ``age``, as :meth:`predict` would have since."""
         c = self.params.cell_size
         S = np.asarray(cov, dtype=np.float64).reshape(2, 2) + (c * c / 12.0) * np.eye(2)
         S = 0.5 * (S + S.T)
@@ -357,7 +387,7 @@ class SearchMap:
             p = np.zeros_like(self.p)
             d = np.where(self.free, np.hypot(gx, gy), np.inf)
             p.flat[int(np.argmin(d))] = 1.0
-        self.p = p
+        self.p = walk(p, self._both_x, self._both_y, self._steps_for(age))
         self._pending = 0.0
         self._renormalise()
 

@@ -124,20 +124,25 @@ def test_the_core_makes_looks_of_a_turn_without_a_pose_once_a_pose_fix_comes() -
     assert np.allclose(core.seeker.map.p, expect.p, atol=1e-12)
 
 
-def test_a_sighting_without_a_pose_is_placed_on_the_map_not_told_as_not_there() -> None:
+def test_a_sighting_without_a_pose_starts_the_track_where_the_pose_places_it() -> None:
     core, _ = turned_without_a_pose(1.0, 0.5, target_at=0.5)
     t = 1.0
     assert core.seeker.stats["sightings_backfilled"] == 1
-    assert core.seeker.stats["looks_backfilled"] >= 3
     gyro = core._gyro
     assert gyro is not None
     th = 0.5 - gyro * (t - 0.5)  # the heading it faced when it saw the target
     cf = CONFIG.localizer.camera_forward
     x = 2.0 + (cf + 1.5) * math.cos(th)
     y = 2.0 + (cf + 1.5) * math.sin(th)
+    assert core.track.initialised and core.stats["detections"] == 1
+    assert np.allclose(core.track.state[:2], [x, y], atol=1e-9)
+    # Logged as a detection of its capture time, known when the pose came.
+    [det] = [r.fields for r in core.take_outputs().records if r.event == "detection"]
+    assert (det["t_det"], det["placed_at"], det["reason"]) == (0.5, 1.0, "initialised")
+    # The map is held on it, not told "not there"; with a track, no look is made.
     assert core.seeker.map is not None
     assert core.seeker.map.probability_within(x, y, 0.3) > 0.9
-    assert not core.track.initialised  # the track takes detections made with a pose only
+    assert core.seeker.stats["looks_backfilled"] == 0
 
 
 def test_relative_undoes_compose() -> None:

@@ -247,3 +247,16 @@ def test_the_viewpoints_are_built_with_the_agent_not_at_its_first_search() -> No
     view = core.seeker.view((1.0, 1.0, 0.0), 0.1)
     assert view is not None and len(view.gains) > 0
     assert viewpoints_for.cache_info().misses == 1
+
+
+def test_a_peers_look_is_applied_as_late_as_it_is() -> None:
+    """A look taken 2.2 s before t_ref 0.5 (its age field), received at 0.5 with the target
+    declared at 0.5 m/s: four steps of the map's walk old (one per 0.5 s)."""
+    core = synced_core(target_speed=0.5)
+    old = (2200, 100, 100, 0)
+    core.on_message(look_message(1, 10, [old]), PEER, 0.5)
+    assert core.seeker.map is not None and core.seeker.stats["looks_applied"] == 1
+    walked = SearchMap(Room(5.0, 5.0), replace(STILL, target_speed=0.5))
+    walked.apply_look(CameraLook(-1.7, 1.0, 1.0, 0.0, 3.0, 1.082), age=2.2)
+    assert np.array_equal(core.seeker.map.p, walked.p)
+    assert not np.array_equal(core.seeker.map.p, applied_directly([old]))

@@ -214,3 +214,41 @@ def test_another_robot_hides_what_lies_behind_it() -> None:
     before = m.p[j, back]
     m.apply_look(look, [(1.6, 1.5)])
     assert m.p[j, back] > before  # renormalised: the cell behind gained what others lost
+
+
+@pytest.mark.parametrize("room", [ROOM, CRATE], ids=["open", "crate"])
+def test_a_late_look_on_a_uniform_map_is_the_look_then_the_walk(room: Room) -> None:
+    # The walk is symmetric and keeps the uniform map, so on a uniform map a look applied
+    # late with its age is exactly the look applied at its time and then predicted.
+    look = CameraLook(0.0, 1.1, 0.9, 0.4, 1.6, 1.1)
+    age = 3.0  # six steps at 0.5 m/s and 0.25 m cells
+    then = SearchMap(room, EXACT)
+    then.apply_look(look)
+    then.predict(age)
+    late = SearchMap(room, EXACT)
+    late.apply_look(look, age=age)
+    assert np.allclose(late.p, then.p, atol=1e-15)
+    fresh = SearchMap(room, EXACT)
+    fresh.apply_look(look)
+    assert late.p[late.free].min() > fresh.p[fresh.free].min()  # "not here" less strongly
+
+
+def test_a_look_older_than_a_step_of_the_walk_is_walked_and_a_fresh_one_not() -> None:
+    look = CameraLook(0.0, 2.0, 1.5, 0.0, 0.8, 2.0 * math.pi)  # two cells clear of the walls
+    m = SearchMap(ROOM, EXACT)
+    box, fresh = m.detection(look)
+    box_young, young = m.detection(look, steps=m._steps_for(0.49))  # under one step (0.5 s)
+    assert box_young == box and np.array_equal(young, fresh)
+    _, old = m.detection(look, steps=m._steps_for(1.0))  # two steps: two cells more
+    assert old.shape == (fresh.shape[0] + 4, fresh.shape[1] + 4)
+    assert old.sum() == pytest.approx(fresh.sum(), rel=1e-12)  # the walk moves P_d, keeps it
+    assert (old > 0.0).sum() > (fresh > 0.0).sum()  # beyond the footprint, less at its edge
+
+
+def test_a_late_collapse_walks_for_its_age() -> None:
+    m = SearchMap(CRATE, EXACT)
+    m.collapse(1.0, 1.0, np.diag([0.01, 0.01]), age=2.0)
+    expect = SearchMap(CRATE, EXACT)
+    expect.collapse(1.0, 1.0, np.diag([0.01, 0.01]))
+    expect.predict(2.0)
+    assert np.allclose(m.p, expect.p, atol=1e-15)

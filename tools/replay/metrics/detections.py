@@ -70,7 +70,9 @@ def detection_summary(
     for d in dets:
         key = str(d.get("reason", "?"))
         verdicts[key] = verdicts.get(key, 0) + 1
-    firsts = [d["t_det"] for d in dets if isinstance(d.get("t_det"), int | float)]
+    # A frame seen without a pose is known only once the pose came and placed it.
+    firsts = [d["placed_at"] if isinstance(d.get("placed_at"), int | float) else d["t_det"]
+              for d in dets if isinstance(d.get("t_det"), int | float)]
     accepted = [
         d["t_det"] for d in dets if d.get("accepted") and isinstance(d.get("t_det"), int | float)
     ]
