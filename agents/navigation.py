@@ -142,6 +142,7 @@ class Navigator:
                              tag_distance=p.glance_tag_distance, duration=p.glance_time,
                              interval=p.glance_interval)
         self._goal: tuple[float, float] | None = None
+        self._turn_way = 0.0  # the sign of the turn on the spot under way (0: none)
         self._goal_best_dist = math.inf
         self._goal_progress_t = 0.0
         self._bans: list[tuple[float, float, float]] = []  # (x, y, until)
@@ -487,11 +488,15 @@ class Navigator:
 
         Repulsion bends the heading only while driving forward: turning on the
         spot is always safe, and a pursuer holding its standoff keeps facing the target.
+        A turn on the spot keeps its way near ±π (``turn_hysteresis``): with a goal behind,
+        choosing the shorter way anew each decision turned the car back and forth at full
+        duty (liar_only, seed 2: ±3 rad/s every 0.1 s until its pose was lost).
         """
         p = self.params
         x, y, th = scene.pose
         hazards = self._hazards(x, y, scene.others, scene.room)
-        if repel and v > 0.0 and hazards:
+        driving = abs(wrap_angle(heading - th)) <= p.turn_in_place_angle
+        if repel and v > 0.0 and hazards and driving:
             dx, dy = math.cos(heading), math.sin(heading)
             for ux, uy, gap in hazards:
                 push = p.repulsion_gain * (p.repulsion_radius - max(gap, 0.0)) / p.repulsion_radius
@@ -500,6 +505,9 @@ class Navigator:
             if math.hypot(dx, dy) > 1e-9:
                 heading = math.atan2(dy, dx)
         err = wrap_angle(heading - th)
+        if err * self._turn_way < 0.0 and abs(err) > math.pi - p.turn_hysteresis:
+            err += math.copysign(2.0 * math.pi, self._turn_way)  # the way it was turning
+        self._turn_way = math.copysign(1.0, err) if abs(err) > p.turn_in_place_angle else 0.0
         omega = min(max(p.heading_gain * err, -p.omega_max), p.omega_max)
         if abs(err) > p.turn_in_place_angle:
             v = 0.0

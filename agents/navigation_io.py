@@ -113,6 +113,10 @@ class NavParams:
     """omega = heading_gain · heading error, clipped to omega_max."""
     turn_in_place_angle: float = math.radians(50.0)
     """Heading errors beyond this turn on the spot first."""
+    turn_hysteresis: float = math.radians(30.0)
+    """rad: a turn on the spot keeps the way it turns while the heading error stays within
+    this of ±π, where either way is about as short (more than one decision's turn at
+    ``omega_max``, 0.3 rad: a turn that passes π does not turn back)."""
     standoff: float | None = None
     """How far (m) the robot holds from a target or a place to verify, facing it. None: the
     camera's view distance, given by the core (the default camera's without one). It was

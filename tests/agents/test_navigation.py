@@ -130,6 +130,29 @@ def test_pursuit_closes_to_standoff_and_faces_the_target(target: tuple[float, fl
     assert facing < 10.0
 
 
+@pytest.mark.parametrize("others", [[], [(2.5, 2.15)]], ids=["alone", "robot_alongside"])
+def test_a_goal_behind_is_turned_to_one_way_not_back_and_forth(
+    others: list[tuple[float, float]],
+) -> None:
+    """The place is right behind the robot and its heading wavers across the line (as a
+    car's does when it overshoots at full duty): the turn keeps one way, and a robot
+    alongside does not bend a turn on the spot either way."""
+    nav = Navigator()
+    world = World(mu=0.0, var=0.2)
+    turns = []
+    for k in range(8):
+        th = 0.05 if k % 2 else -0.05
+        d = nav.decide(0.1 * k, pose=(2.5, 2.5, th), belief=world.window(2.5, 2.5),
+                       track=None, others=others, room=EMPTY_ROOM, verify=(0.5, 2.5))
+        assert d.mode is NavMode.VERIFY and d.v == 0.0
+        turns.append(math.copysign(1.0, d.omega))
+    assert abs(sum(turns)) == len(turns)  # all one sign
+    # Once turned, the shorter way is chosen again.
+    d = nav.decide(1.0, pose=(2.5, 2.5, math.pi - 0.5), belief=world.window(2.5, 2.5),
+                   track=None, others=others, room=EMPTY_ROOM, verify=(0.5, 2.5))
+    assert d.omega > 0.0
+
+
 def test_verify_looks_at_the_place_before_pursuing_a_track() -> None:
     """A place to verify (a disputed claim) comes before a confident track elsewhere: the
     robot approaches it as it would a target, to the standoff, facing it."""
