@@ -81,7 +81,7 @@ def config_from_site(
         use_reputation=s["reputation"],
     )
     # One target speed for the track and the search map: the site's declared max_speed,
-    # else the track's default (the map spreads, and late looks erode, at that speed).
+    # else the track's default (the map spreads at it, and late looks are walked by it).
     config = replace(config, search=replace(config.search, target_speed=config.track.max_speed))
     return replace(config, **overrides) if overrides else config
 

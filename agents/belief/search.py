@@ -4,7 +4,7 @@ A :class:`SearchMap` covers the whole room in square cells of ``cell_size``
 (0.25 m: 32 × 24 cells for an 8 m × 6 m room). Its array ``p`` holds the
 probability that the target is in each cell: it sums to 1 over the free cells
 and is 0 in cells whose centre lies inside an obstacle or outside the room.
-Three things change it:
+These change it:
 
 - **predict** (time passes): the target moves at most ``target_speed`` (the
   site's declared maximum). Every ``tau = cell_size / target_speed`` seconds,

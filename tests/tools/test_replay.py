@@ -507,3 +507,17 @@ def test_the_light_parser_constants_match_the_modules() -> None:
 
     assert set(replay_main.FUSION_CHOICES) == set(overrides.FUSION_CHOICES)
     assert replay_main.COVERAGE_VAR == metrics.COVERAGE_VAR
+
+
+def test_a_detection_placed_late_counts_from_when_it_became_known() -> None:
+    from tools.replay.metrics.detections import detection_summary
+
+    lines = [  # seen at 0.4 s without a pose, placed when the pose came at 1.0 s; then live
+        {"t": 1.0, "event": "detection", "t_det": 0.4, "placed_at": 1.0, "accepted": True,
+         "reason": "initialised"},
+        {"t": 1.6, "event": "detection", "t_det": 1.5, "accepted": True, "reason": "accepted"},
+    ]
+    log = ProcessLog("a", Path("a.jsonl"), lines, ReadStats())
+    assert detection_summary(log, 0.0, [])["time_to_first_detection_s"] == 1.0
+    live = ProcessLog("a", Path("a.jsonl"), lines[1:], ReadStats())
+    assert detection_summary(live, 0.0, [])["time_to_first_detection_s"] == 1.5
