@@ -233,7 +233,8 @@ def _accuracy(res: Results, fault_free: list[str]) -> list[Target]:
         "held", f"a track held ≥ {HELD:.0%} of the time after the first detection", fault_free,
         {s: f"{fmt(v, '{:.1%}')} (worst agent-seed {fmt(lows[s], '{:.1%}')})"
          for s, v in values.items()}, worst, f"{fmt(values[worst], '{:.1%}')}", met, "hold.png",
-        "mean over agents and seeds of the fraction of time from the swarm's first detection",
+        "mean over agents and seeds of the fraction of time from the swarm's first detection "
+        "(a frame seen before the robot had a pose counts from when the pose came and placed it)",
         {"values": values, "lowest": lows}))
     return out
 
