@@ -13,6 +13,7 @@ from agents.belief.search import SearchMap, SearchParams, rounded_look
 from agents.config import AgentConfig
 from agents.core import AgentCore
 from agents.drive_model import DriveModel
+from agents.faults import ByzantineSpec, Stage
 from agents.localizer_params import LocalizerParams
 from agents.observations import ObservationBatch, PoseFix, TagSighting
 from agents.pose_geometry import compose, relative, wrap_angle
@@ -80,12 +81,14 @@ CONFIG = AgentConfig(name="walnut", room=ROOM, landmarks={0: (0.0, 2.5)}, target
                      search=STILL)
 
 
-def turned_without_a_pose(until: float, theta_a: float,
-                          target_at: float | None = None) -> tuple[AgentCore, list[float]]:
+def turned_without_a_pose(until: float, theta_a: float, target_at: float | None = None,
+                          sensor: ByzantineSpec | None = None) -> tuple[AgentCore, list[float]]:
     """A core turning on the spot at 1 rad/s without a pose, a frame every 0.1 s until
     ``until`` (seeing the target 1.5 m dead ahead at ``target_at``), then a pose fix at
-    (2, 2, ``theta_a``). Returns the core and the frames' times."""
+    (2, 2, ``theta_a``); ``sensor``: its camera's fault. Returns the core and the frames'
+    times."""
     core = AgentCore(CONFIG, t0=0.0)
+    core.set_sensor_fault(sensor, seed=1)
     t = 0.0
     frames: list[float] = []
     while t < until - 1e-9:
@@ -143,6 +146,17 @@ def test_a_sighting_without_a_pose_starts_the_track_where_the_pose_places_it() -
     assert core.seeker.map is not None
     assert core.seeker.map.probability_within(x, y, 0.3) > 0.9
     assert core.seeker.stats["looks_backfilled"] == 0
+
+
+def test_a_broken_sensor_distorts_a_placed_sighting_as_a_live_one() -> None:
+    """A placed sighting goes through the same path as a live detection: a sensor fault
+    (Byzantine at=sense, bias 1 m along x) moves it too."""
+    honest, _ = turned_without_a_pose(1.0, 0.5, target_at=0.5)
+    broken, _ = turned_without_a_pose(1.0, 0.5, target_at=0.5,
+                                      sensor=ByzantineSpec(bias=(1.0, 0.0), at=Stage.SENSE))
+    assert broken.track.initialised and honest.track.initialised
+    moved = broken.track.state[:2] - honest.track.state[:2]
+    assert np.allclose(moved, [1.0, 0.0], atol=1e-9)
 
 
 def test_relative_undoes_compose() -> None:
