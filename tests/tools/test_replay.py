@@ -25,6 +25,7 @@ from tools.replay.metrics import (
     Truth,
     analyse,
     coverage_overlap,
+    detection_summary,
     fraction_inside,
     latency,
     localizer_errors,
@@ -510,8 +511,6 @@ def test_the_light_parser_constants_match_the_modules() -> None:
 
 
 def test_a_detection_placed_late_counts_from_when_it_became_known() -> None:
-    from tools.replay.metrics.detections import detection_summary
-
     lines = [  # seen at 0.4 s without a pose, placed when the pose came at 1.0 s; then live
         {"t": 1.0, "event": "detection", "t_det": 0.4, "placed_at": 1.0, "accepted": True,
          "reason": "initialised"},
