@@ -12,7 +12,7 @@ and the recent views, that every new claim of a peer faces), the peer
 table with each peer's clock offset, the localizer and the navigator, and the
 seeker (:mod:`agents.seeking`: the search map, its own looks and the peers'
 LOOKs, the viewpoints a search goal is chosen among) with the frames seen without a pose
-that become looks once one comes (:mod:`agents.backfill`). It is
+that become looks and detections once one comes (:mod:`agents.backfill`). It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
 
@@ -95,7 +95,7 @@ class AgentCore:
         self.limits = c.claim_limits
         self.counters = RejectCounters()
         self.seeker = Seeker(c, self.counters, t0)  # the search map and its looks
-        # The frames seen without a pose, to be looks once one comes.
+        # The frames seen without a pose, to be looks and detections once one comes.
         self.backfill = Backfill(c.search.backfill if self.seeker.map is not None else 0.0,
                                  c.drive, c.localizer)
         # The own evidence (a witness track, the recent views) that peers' claims face.
@@ -209,8 +209,8 @@ class AgentCore:
     def _own_detection(self, det: Detection, now: float,
                        placed_at: float | None = None) -> Detection:
         """One of this robot's detections (through its sensor fault, if any) into the track;
-        ``placed_at``: a frame seen without a pose, placed when the pose came then
-        (:mod:`agents.backfill`). Returns the detection as the track took it."""
+        ``placed_at``: the detection is of a frame seen without a pose, placed by the pose
+        that came at this time (:mod:`agents.backfill`). Returns it as the track took it."""
         if self.sensor_fault is not None:
             det = self.sensor_fault.transform_observation(det, now)
         self.stats["detections"] += 1
