@@ -83,6 +83,16 @@ class Sensing:
         the distance at which the robot holds a target or looks at a place."""
         return inscribed_distance(self.range, self.fov)
 
+    @property
+    def view_radius(self) -> float:
+        """m: the radius of that largest disc (1.02 m for a 3 m, 62° camera)."""
+        return self.view_distance * math.sin(min(0.5 * self.fov, 0.5 * math.pi))
+
+
+def default_confident_spread(sensing: Sensing) -> float:
+    """m: half the camera's ``view_radius``, the default ``track_confident_spread``."""
+    return 0.5 * sensing.view_radius
+
 
 @dataclass(frozen=True)
 class AgentConfig:
@@ -107,7 +117,12 @@ class AgentConfig:
     use_reputation: bool = True
     peer_lost_after: float = 3.0
     patch_max_cells: int = 100  # one PATCH datagram of at most 100 cells at 2 Hz: ~1.7 KB/s
-    track_confident_uncertainty: float = 0.25  # trace(P)/4, m² and (m/s)² mixed, as the seed
+    track_confident_spread: float | None = None
+    """m: a track is pursued (and the HEARTBEAT says TRACK) while its position's standard
+    deviation along its most uncertain direction is at most this; None: half the
+    camera's ``view_radius`` (0.51 m), so that at the standoff the 2σ disc fits in view.
+    Position only: the velocity's uncertainty (the turn at a waypoint's corner) must not
+    turn a robot away from a target its camera sees."""
     track_max_age: float = 3.0  # a track with no new information for this long is not pursued
     track_timeout: float = 6.0  # ... and after this long it is dropped: refuse, not guess
     max_peers: int = 64
@@ -122,6 +137,15 @@ class AgentConfig:
         if not (0.0 <= self.claim_margin <= 100.0 and 0.0 < self.max_claimed_speed <= 1000.0):
             raise ValueError("claim_margin must be in 0..100 m, max_claimed_speed in (0, 1000] m/s")
         _ = self.peer_limits  # validates max_peers and peer_lost_after
+        if not (math.isfinite(self.confident_spread) and self.confident_spread > 0.0):
+            raise ValueError("track_confident_spread must be a positive number of metres")
+
+    @property
+    def confident_spread(self) -> float:
+        """m: ``track_confident_spread``, or its default from the camera."""
+        if self.track_confident_spread is not None:
+            return self.track_confident_spread
+        return default_confident_spread(self.sensing)
 
     @property
     def peer_limits(self) -> PeerLimits:

@@ -381,7 +381,7 @@ class AgentCore:
         t = self.track
         return (
             t.initialised
-            and t.uncertainty <= self.config.track_confident_uncertainty
+            and t.position_spread <= self.config.confident_spread
             and now - self._track_info_at <= self.config.track_max_age
         )
 

@@ -115,6 +115,14 @@ class PeerFusion:
     adopted: bool
 
 
+def position_spread(P: npt.ArrayLike) -> FloatArray:
+    """m: the position's standard deviation along its most uncertain direction, for one
+    covariance of a ``[x, y, ...]`` state or a stack of them (the leading axes kept)."""
+    P_ = np.asarray(P, dtype=np.float64)
+    a, b, d = P_[..., 0, 0], 0.5 * (P_[..., 0, 1] + P_[..., 1, 0]), P_[..., 1, 1]
+    return np.sqrt(np.maximum(0.0, 0.5 * (a + d) + np.sqrt(0.25 * (a - d) ** 2 + b * b)))
+
+
 def _valid_covariance(R: FloatArray) -> bool:
     """Finite, symmetric (to rounding) and positive semi-definite 2×2 (definite unless zero)."""
     (a, b), (c, d) = R.tolist()
@@ -258,9 +266,7 @@ class TrackFilter:
     @property
     def position_spread(self) -> float:
         """m: the standard deviation of the position along its most uncertain direction."""
-        P = self._shown()[1]
-        a, b, d = P[0, 0], 0.5 * (P[0, 1] + P[1, 0]), P[1, 1]
-        return math.sqrt(max(0.0, 0.5 * (a + d) + math.sqrt(0.25 * (a - d) ** 2 + b * b)))
+        return float(position_spread(self._shown()[1]))
 
     @property
     def uncertainty(self) -> float:

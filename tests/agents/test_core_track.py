@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from agents.config import AgentConfig
 from agents.core import AgentCore
@@ -81,3 +82,39 @@ def test_a_synchronized_frame_that_saw_nothing_is_news() -> None:
     assert core.take_news()  # a pose now
     core.on_observations(ObservationBatch(0.07, True), 0.08)
     assert core.take_news() and core.stats["detections"] == 0
+
+
+def test_a_track_is_confident_by_where_it_puts_the_target_not_how_fast() -> None:
+    """A robot pursues a track whose position it knows, however uncertain the velocity (at a
+    waypoint's corner the turn makes it so while the camera sees the target every frame);
+    a position spread wider than half the camera's view disc is searched for instead."""
+    config = AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
+                         target_tag=100)
+    assert config.confident_spread == 0.5 * config.sensing.view_radius
+    assert 0.50 < config.confident_spread < 0.52  # 3 m, 62° camera: view disc radius 1.02 m
+
+    def core_with(cov: tuple[float, ...]) -> AgentCore:
+        core = AgentCore(config, t0=0.0)
+        body = Heartbeat(1.0, 1.0, 0.0, (0.1, 0.0, 0.0, 0.1, 0.0, 0.1), Mode.SEARCH, 0, 0, ())
+        core.on_message(Message(SWARM, "hazel", 7, 0, 0.0, body), PEER, 0.0)
+        core.peers["hazel"].clock.add_sample(0.0, 0.0, 0.0, 0.002)
+        core.on_message(Message(SWARM, "hazel", 7, 1, 0.01,
+                                Track((2.5, 2.5, 1.0, 0.0), cov, 0.01, 3)), PEER, 0.01)
+        assert core.track.initialised
+        return core
+
+    turning = core_with((0.01, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 1.5, 0.0, 1.5))
+    assert turning.track.uncertainty > 0.25  # trace(P)/4: what was once the rule
+    assert turning.track_confident(0.01)
+    wide = core_with((0.36, 0.0, 0.0, 0.0, 0.36, 0.0, 0.0, 0.01, 0.0, 0.01))
+    assert wide.track.position_spread > config.confident_spread
+    assert not wide.track_confident(0.01)
+
+
+def test_the_confident_spread_must_be_a_positive_length() -> None:
+    for bad in (0.0, -0.1, math.inf, math.nan):
+        with pytest.raises(ValueError, match="track_confident_spread"):
+            AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
+                        target_tag=100, track_confident_spread=bad)
+    assert AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
+                       target_tag=100, track_confident_spread=0.3).confident_spread == 0.3

@@ -9,7 +9,7 @@ from typing import Any
 
 from tools.replay.faults import Faults, faults_summary
 from tools.replay.metrics import (
-    CONFIDENT_UNCERTAINTY,
+    CONFIDENT_SPREAD,
     SETTLE,
     STAGES,
     Analysis,
@@ -24,7 +24,7 @@ FIGURE_CAPTIONS = {
     "speed": "Track speed against the true target speed (dotted); dots are the speed "
     "in the TRACK each agent sent right after an accepted detection.",
     "trajectories": "True paths of the target and the cars; each agent's track estimates "
-    "coloured by their uncertainty trace(P)/4 (green: confident).",
+    "coloured by their uncertainty trace(P)/4 (green: low).",
     "error": "Position and velocity error against the truth, and the distance between "
     "the agents' track positions at the same times.",
     "nees": "Normalised estimation error squared of the track (4-state and position) "
@@ -89,7 +89,7 @@ def _agent_rows(agents: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
         ),
         row("time to first detection (s)", lambda m: fmt(m.get("time_to_first_detection_s"))),
         row(
-            f"time to a confident track (s; trace(P)/4 ≤ {CONFIDENT_UNCERTAINTY:g})",
+            f"time to a confident track (s; position σ ≤ {CONFIDENT_SPREAD:.2f} m by default)",
             lambda m: fmt(m.get("time_to_confident_track_s")),
         ),
         row(

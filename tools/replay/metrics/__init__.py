@@ -76,7 +76,7 @@ from tools.replay.metrics.pose import (
 )
 from tools.replay.metrics.reputation import distrust_times, first_distrust, liar_trace
 from tools.replay.metrics.track import (
-    CONFIDENT_UNCERTAINTY,
+    CONFIDENT_SPREAD,
     NEES_CONFIDENCE,
     TRACK_MAX_AGE,
     TrackErrors,
@@ -95,7 +95,7 @@ from tools.replay.metrics.truth import Truth, truth_of
 from tools.replay.metrics.wire import Wire, wire_of, wire_summary
 
 __all__ = [
-    "CONFIDENT_UNCERTAINTY",
+    "CONFIDENT_SPREAD",
     "COVERAGE_VAR",
     "DETECTION_TRACK_WINDOW",
     "NEES_CONFIDENCE",

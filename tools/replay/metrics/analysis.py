@@ -36,7 +36,7 @@ from tools.replay.metrics.pose import (
     pose_series,
 )
 from tools.replay.metrics.track import (
-    CONFIDENT_UNCERTAINTY,
+    CONFIDENT_SPREAD,
     TrackErrors,
     TrackSamples,
     TrackSeries,
@@ -176,7 +176,8 @@ def analyse_agent(
     t_first, t_last = log.t_first or t_start, log.t_last or t_start
     ever = int(cov["ever"][-1]) if len(cov["ever"]) else 0
     unc = series.uncertainty
-    confident = np.flatnonzero(unc <= CONFIDENT_UNCERTAINTY)
+    limit = config.confident_spread if config is not None else CONFIDENT_SPREAD
+    confident = np.flatnonzero(series.spread <= limit)
     m: dict[str, Any] = {
         "active_s": [t_first - t_start, t_last - t_start],
         "events": len(log.lines),

@@ -12,8 +12,8 @@ import numpy.typing as npt
 from scipy.stats import chi2
 
 from agents.belief.params import TrackParams
-from agents.belief.track import cv_predict
-from agents.config import AgentConfig
+from agents.belief.track import cv_predict, position_spread
+from agents.config import AgentConfig, Sensing, default_confident_spread
 from protocol.swarm.fields import from_upper_triangle
 from protocol.swarm.messages import Track
 from tools.replay.load import ProcessLog, datagram_bytes, decode_own
@@ -21,7 +21,7 @@ from tools.replay.metrics.common import SETTLE, FloatArray, summary
 from tools.replay.metrics.truth import Truth
 
 NEES_CONFIDENCE = 0.95  # two-sided chi-square bounds
-CONFIDENT_UNCERTAINTY = AgentConfig.track_confident_uncertainty  # trace(P)/4 of a confident track
+CONFIDENT_SPREAD = default_confident_spread(Sensing())  # m: a confident track, by default
 TRACK_MAX_AGE = AgentConfig.track_max_age  # s: an older track is no belief
 
 def nees_bounds(dof: int, confidence: float = NEES_CONFIDENCE) -> tuple[float, float]:
@@ -96,6 +96,11 @@ class TrackSeries:
     def uncertainty(self) -> FloatArray:
         """trace(P)/4, as the seed plots it."""
         return np.trace(self.P, axis1=1, axis2=2) / 4.0
+
+    @property
+    def spread(self) -> FloatArray:
+        """m: the position's standard deviation along its most uncertain direction."""
+        return position_spread(self.P)
 
     @property
     def valid(self) -> npt.NDArray[np.bool_]:
