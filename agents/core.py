@@ -96,8 +96,7 @@ class AgentCore:
         self.counters = RejectCounters()
         self.seeker = Seeker(c, self.counters, t0)  # the search map and its looks
         # The frames seen without a pose, to be looks and detections once one comes.
-        self.backfill = Backfill(c.search.backfill if self.seeker.map is not None else 0.0,
-                                 c.drive, c.localizer)
+        self.backfill = Backfill(c.search.backfill, c.drive, c.localizer)
         # The own evidence (a witness track, the recent views) that peers' claims face.
         self.vetting = Vetting(c, self.space, self.reputation, self.counters, self._emit)
         self.refusals = RejectionSampler()

@@ -101,9 +101,10 @@ class SearchParams:
     max_pose_std: float = 0.25
     """No look while the pose's position standard deviation (largest axis) exceeds this, m."""
     backfill: float = 4.0
-    """Frames seen without a pose in the last this many seconds become looks once a pose
-    comes, placed by dead reckoning back from it (agents.backfill); 4 s holds a full turn
-    on the spot at the navigator's 2 rad/s (3.1 s) and most of its 1 s margin (0: none)."""
+    """Frames seen without a pose in the last this many seconds become looks (and their
+    sightings detections, with or without a search map) once a pose comes, placed by dead
+    reckoning back from it (agents.backfill); 4 s holds a full turn on the spot at the
+    navigator's 2 rad/s (3.1 s) and most of its 1 s margin (0: none)."""
     look_period: float = 1.0
     """A LOOK datagram every this many seconds, while there are looks to send."""
     look_resend: float = 2.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -107,12 +108,13 @@ CONFIG = AgentConfig(name="walnut", room=ROOM, landmarks={0: (0.0, 2.5)}, target
 
 
 def turned_without_a_pose(until: float, theta_a: float, target_at: float | None = None,
-                          sensor: ByzantineSpec | None = None) -> tuple[AgentCore, list[float]]:
+                          sensor: ByzantineSpec | None = None,
+                          config: AgentConfig = CONFIG) -> tuple[AgentCore, list[float]]:
     """A core turning on the spot at 1 rad/s without a pose, a frame every 0.1 s until
     ``until`` (seeing the target 1.5 m dead ahead at ``target_at``), then a pose fix at
     (2, 2, ``theta_a``); ``sensor``: its camera's fault. Returns the core and the frames'
     times."""
-    core = AgentCore(CONFIG, t0=0.0)
+    core = AgentCore(config, t0=0.0)
     core.set_sensor_fault(sensor, seed=1)
     t = 0.0
     frames: list[float] = []
@@ -171,6 +173,16 @@ def test_a_sighting_without_a_pose_starts_the_track_where_the_pose_places_it() -
     assert core.seeker.map is not None
     assert core.seeker.map.probability_within(x, y, 0.3) > 0.9
     assert core.seeker.stats["looks_backfilled"] == 0
+
+
+def test_a_sighting_without_a_pose_starts_the_track_without_a_search_map_too() -> None:
+    """The frames of the turn are kept for the track whether or not the agent searches."""
+    no_search = replace(CONFIG, search=replace(STILL, enabled=False))
+    core, _ = turned_without_a_pose(1.0, 0.5, target_at=0.5, config=no_search)
+    with_map, _ = turned_without_a_pose(1.0, 0.5, target_at=0.5)
+    assert core.seeker.map is None
+    assert core.track.initialised and core.stats["detections"] == 1
+    assert np.array_equal(core.track.state, with_map.track.state)
 
 
 def test_a_broken_sensor_distorts_a_placed_sighting_as_a_live_one() -> None:
