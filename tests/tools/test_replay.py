@@ -368,6 +368,17 @@ def test_overrides() -> None:
             apply_overrides(base, parse_sets(bad))
     with pytest.raises(OverrideError, match="one of"):
         variant_sets("average", {})
+    # A setting whose None means "derived from the others" takes a number, or none again.
+    derived = apply_overrides(base, parse_sets(["track_confident_spread=0.4",
+                                                "nav.standoff=1.5"]))
+    assert derived.confident_spread == 0.4 and derived.nav.standoff == 1.5
+    again = apply_overrides(derived, parse_sets(["track_confident_spread=none"]))
+    assert again.track_confident_spread is None
+    assert again.confident_spread == base.confident_spread
+    for bad, match in ((["nav.standoff=far"], "expected a number"),
+                       (["track_confident_spread=-1"], "must be a positive")):
+        with pytest.raises(OverrideError, match=match):
+            apply_overrides(base, parse_sets(bad))
 
 
 def test_rerun_reproduces_the_recording_and_the_variant_differs(lockstep_run) -> None:

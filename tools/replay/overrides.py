@@ -19,6 +19,7 @@ from worlds.arena import Arena
 FUSION_CHOICES = (*(r.value for r in FusionRule), FUSION_NONE)
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
+_DEFAULT = {"none", "default"}  # a ``float | None`` setting back to its derived default
 
 
 class OverrideError(ValueError):
@@ -58,18 +59,27 @@ def _parse_value(text: str, current: object, key: str) -> object:
     raise OverrideError(f"{key} is a {type(current).__name__}: it cannot be set as KEY=VALUE")
 
 
+def _optional_number(declared: object) -> bool:
+    """Whether a setting declared so is a ``float | None`` (None: a default derived from the
+    others, such as ``nav.standoff`` or ``track_confident_spread``)."""
+    return str(declared).replace(" ", "") in {"float|None", "None|float"}
+
+
 def _with(obj: object, path: list[str], text: str, key: str) -> object:
     if not is_dataclass(obj) or isinstance(obj, type):
         raise OverrideError(f"{key}: {type(obj).__name__} has no settings")
-    names = [f.name for f in fields(obj)]
+    declared = {f.name: f.type for f in fields(obj)}
+    names = list(declared)
     name = path[0]
     if name not in names:
         known = ", ".join(names)
         raise OverrideError(f"unknown setting {key!r}; {type(obj).__name__} has: {known}")
     current = getattr(obj, name)
-    new = (
-        _parse_value(text, current, key) if len(path) == 1 else _with(current, path[1:], text, key)
-    )
+    if len(path) == 1 and _optional_number(declared[name]):
+        new = None if text.lower() in _DEFAULT else _parse_value(text, 0.0, key)
+    else:
+        new = (_parse_value(text, current, key) if len(path) == 1
+               else _with(current, path[1:], text, key))
     try:
         return replace(obj, **{name: new})
     except (ValueError, TypeError) as e:
