@@ -71,7 +71,7 @@ def test_the_error_of_the_dead_reckoning_grows_with_the_time_back() -> None:
 
 def test_a_spin_up_is_placed_on_the_rate_ramped_between_gyro_samples() -> None:
     """The rate grows by 3 rad/s² and the gyro is sampled every 0.1 s: held until the next
-    sample, the headings of a start-up turn came out up to 0.14 rad off (the true heading
+    sample, the headings of a start-up turn came out up to 0.15 rad off (the true heading
     is 1.5 t²); ramped between samples they are exact up to the last sample, whose held
     rate leaves one tail error that their σ covers."""
     b = Backfill(4.0, DRIVE, PARAMS)
