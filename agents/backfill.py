@@ -25,7 +25,7 @@ true headings, five times their σ (orbit seeds 1 and 9), and the placed sightin
 mean NIS was 14 where 2 is consistent (35-41 sightings, orbit seeds 1-5 and 9). As the
 localizer does, a rate is ramped to the next sample once it comes (the steps since are
 integrated again), and the true rate's wander about that line adds heading variance
-(:func:`agents.pose_motion.wander_var`, its density learnt from consecutive samples):
+(:func:`agents.pose_motion.wander_var`, at the density the localizer learnt):
 the headings are then off by at most 0.08 rad (mostly the new pose's own error) and
 the mean NIS is 1.2, on the cautious side.
 
@@ -120,7 +120,7 @@ class Backfill:
         self._samples: list[_Sample] = []
         self._frames: list[tuple[float, TagSighting | None]] = []
         self._rate: _Rate | None = None
-        self._psd: float | None = None  # the rate's wander density, rad²/s³, as the localizer
+        self._psd = 0.0  # the rate's wander density, rad²/s³: the localizer's
 
     def __len__(self) -> int:
         """Frames waiting for a pose."""
@@ -133,14 +133,16 @@ class Backfill:
         self._rate = None
 
     def advance(self, t0: float, t1: float, duty: tuple[float, float], gyro_z: float | None,
-                gyro_error: float | None = None) -> None:
+                gyro_error: float | None = None, *, rate_psd: float = 0.0) -> None:
         """Dead-reckon over [t0, t1] without a pose, under the inputs the localizer used
-        (the wheel duties, the gyro rate less its bias and that rate's error σ)."""
+        (the wheel duties, the gyro rate less its bias and that rate's error σ) and the
+        rate's wander density it learnt (``Localizer.rate_psd``, rad²/s³)."""
         if self.horizon <= 0.0 or not t1 > t0:
             return
         if not self._samples or abs(self._samples[-1].t - t0) > 1e-9:  # a new reckoning
             self._samples = [_Sample(t0, (0.0, 0.0, 0.0), 0.0, 0.0, 0.0)]
             self._rate = None
+        self._psd = rate_psd
         if gyro_z is None:
             self._rate = None
         elif self._rate is None or gyro_z != self._rate.omega:
@@ -151,7 +153,7 @@ class Backfill:
             self.params, self.drive, HeldInputs(duty[0], duty[1], gyro_z, gyro_error=gyro_error))
         wander = 0.0
         if self._rate is not None:
-            held = HeldInputs(0.0, 0.0, self._rate.omega, self._rate.t, rate_psd=self._psd or 0.0)
+            held = HeldInputs(0.0, 0.0, self._rate.omega, self._rate.t, rate_psd=self._psd)
             wander = wander_var(held, t0, dt)
         state, _, _ = motion_step(np.array(last.pose), v, omega, dt)
         self._samples.append(_Sample(
@@ -167,12 +169,8 @@ class Backfill:
         self._rate = _Rate(omega, t, k0)
         if old is None or not t > old.t or not 0 <= old.index < k0:
             return
-        span = t - old.t
-        slope = (omega - old.omega) / span
-        seen = slope * slope * span  # E[(Δω)²]/Δ = q for a random walk
-        weight = 1.0 - math.exp(-span / self.params.rate_change_window)
-        psd = self._psd = seen if self._psd is None else self._psd + weight * (seen - self._psd)
-        ramp = HeldInputs(0.0, 0.0, old.omega, old.t, slope, t, psd)
+        slope = (omega - old.omega) / (t - old.t)
+        ramp = HeldInputs(0.0, 0.0, old.omega, old.t, slope, t, self._psd)
         samples = self._samples
         for k in range(old.index + 1, k0 + 1):
             prev, cur = samples[k - 1], samples[k]

@@ -415,7 +415,8 @@ class AgentCore:
                 self.backfill.clear()
                 self._reckoned = pose
                 return
-            self.backfill.advance(t0, t, self._duty, self._gyro, self._gyro_error)
+            self.backfill.advance(t0, t, self._duty, self._gyro, self._gyro_error,
+                                  rate_psd=self.localizer.rate_psd)
             if self._reckoned is not None:  # the navigator's estimate for a lost robot
                 v, omega = self.config.drive.body_velocity(*self._duty)
                 state, _, _ = motion_step(

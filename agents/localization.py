@@ -191,6 +191,12 @@ class PoseEKF:
         return self._t
 
     @property
+    def rate_psd(self) -> float:
+        """rad²/s³: the gyro rate's wander about its ramp between samples, learnt from
+        consecutive samples (0 before two)."""
+        return 0.0 if self._rate_psd is None else self._rate_psd
+
+    @property
     def has_pose(self) -> bool:
         return self._x is not None and not self._local
 

@@ -81,7 +81,7 @@ def test_a_spin_up_is_placed_on_the_rate_ramped_between_gyro_samples() -> None:
             b.frame(t)
         gyro = 3.0 * round(math.floor(round(t / 0.1, 6)) * 0.1, 6)  # the last sample's rate
         t1 = round(t + step, 9)
-        b.advance(t, t1, (-0.5, 0.5), gyro, 0.0)
+        b.advance(t, t1, (-0.5, 0.5), gyro, 0.0, rate_psd=0.9)  # 3² (rad/s²)² · 0.1 s
         t = t1
     placed = b.place(1.0, np.array([1.0, 2.0, 0.0]), P_A)
     assert len(placed) == 10
@@ -183,6 +183,19 @@ def test_a_sighting_without_a_pose_starts_the_track_without_a_search_map_too() -
     assert core.seeker.map is None
     assert core.track.initialised and core.stats["detections"] == 1
     assert np.array_equal(core.track.state, with_map.track.state)
+
+
+def test_the_backfill_takes_the_localizers_wander_density() -> None:
+    """One estimate of the gyro rate's wander, the localizer's, serves both."""
+    core = AgentCore(CONFIG, t0=0.0)
+    t = 0.0
+    for k in range(12):  # spinning up without a pose, a gyro sample every 0.1 s
+        core.on_car_status(t, -0.5, 0.5, 0.3 * k)
+        core.on_observations(ObservationBatch(t, True), t)
+        t = round(t + 0.1, 9)
+    assert core.localizer.pose is None and len(core.backfill) > 0
+    assert core.localizer.rate_psd > 0.0
+    assert core.backfill._psd == core.localizer.rate_psd
 
 
 def test_a_broken_sensor_distorts_a_placed_sighting_as_a_live_one() -> None:
