@@ -11,6 +11,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+import numpy.typing as npt
+
 from agents.belief import FusionRule, GridParams, ReputationParams, TrackParams
 from agents.belief.deposit import CAMERA_FOV, CAMERA_RANGE, inscribed_distance
 from agents.belief.search import SearchParams
@@ -94,6 +97,16 @@ def default_confident_spread(sensing: Sensing) -> float:
     return 0.5 * sensing.view_radius
 
 
+def confident(spread: npt.ArrayLike, seen_age: npt.ArrayLike, *, limit: float,
+              max_speed: float) -> npt.NDArray[np.bool_]:
+    """Whether a track's target is known to ``limit`` (m): in the room (the track's position
+    ``spread``), or from where the robot stands (its own camera saw the target ``seen_age``
+    seconds ago, so at ``max_speed`` it is at most that far from where it was seen). The
+    robot's own pose error, part of the spread, moves the robot and what it sees alike."""
+    spread_, age = np.asarray(spread, dtype=np.float64), np.asarray(seen_age, dtype=np.float64)
+    return np.asarray((spread_ <= limit) | (age * max_speed <= limit))
+
+
 @dataclass(frozen=True)
 class AgentConfig:
     name: str
@@ -122,7 +135,8 @@ class AgentConfig:
     deviation along its most uncertain direction is at most this; None: half the
     camera's ``view_radius`` (0.51 m), so that at the standoff the 2σ disc fits in view.
     Position only: the velocity's uncertainty (the turn at a waypoint's corner) must not
-    turn a robot away from a target its camera sees."""
+    turn a robot away from a target its camera sees; nor its own pose's (a target it has
+    just seen is pursued whatever the spread, ``AgentCore.track_confident``)."""
     track_max_age: float = 3.0  # a track with no new information for this long is not pursued
     track_timeout: float = 6.0  # ... and after this long it is dropped: refuse, not guess
     max_peers: int = 64

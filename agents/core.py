@@ -41,7 +41,7 @@ from agents.belief import Detection as GridDetection
 from agents.belief import Footprint, FusionRule, PheromoneGrid, ReputationTable, TrackFilter
 from agents.belief.constraints import FreeSpace
 from agents.belief.search import CameraLook
-from agents.config import FUSION_NONE, AgentConfig
+from agents.config import FUSION_NONE, AgentConfig, confident
 from agents.faults import Byzantine, ByzantineSpec, Stage
 from agents.gyro_bias import GyroBias
 from agents.localization import EMPTY, PoseEKF
@@ -118,7 +118,7 @@ class AgentCore:
         self._gyro_error: float | None = None  # the corrected rate's error σ (None: default)
         # The last pose, dead-reckoned from the duties and gyro once the localizer lost it.
         self._reckoned: tuple[float, float, float] | None = None
-        self._last_detection_at = -math.inf
+        self._seen_at = -math.inf  # capture time of the newest own detection the track took
         self._track_info_at = -math.inf  # the newest measurement in the track, own or a peer's
         self._pose_had = False
         self._news = False  # something new is known since the last decision
@@ -213,9 +213,9 @@ class AgentCore:
         if self.sensor_fault is not None:
             det = self.sensor_fault.transform_observation(det, now)
         self.stats["detections"] += 1
-        self._last_detection_at = max(self._last_detection_at, det.t)
         upd = self.track.update_position((det.x, det.y), det.cov, det.t, consider=det.pose_cov)
         if upd.accepted:
+            self._seen_at = max(self._seen_at, det.t)
             self.sending.track_dirty = True
             self._track_info_at = now
         self.vetting.own_detection(det)
@@ -377,10 +377,15 @@ class AgentCore:
         return out
 
     def track_confident(self, now: float) -> bool:
+        """Whether the track is pursued: news within ``track_max_age``, and the target's
+        place known to ``confident_spread`` in the room or from where the robot stands (a
+        target its camera has just seen, :func:`agents.config.confident`)."""
         t = self.track
         return (
             t.initialised
-            and t.position_spread <= self.config.confident_spread
+            and bool(confident(t.position_spread, now - self._seen_at,
+                               limit=self.config.confident_spread,
+                               max_speed=self.config.track.max_speed))
             and now - self._track_info_at <= self.config.track_max_age
         )
 

@@ -36,6 +36,7 @@ from tools.replay.metrics import (
     room_cells_of,
     track_errors,
 )
+from tools.replay.metrics.detections import seen_ages
 from tools.replay.overrides import OverrideError, apply_overrides, parse_sets, variant_sets
 from tools.replay.rerun import rerun_agent, rerun_run
 from worlds.arena import load_arena, shipped_arena
@@ -531,3 +532,19 @@ def test_a_detection_placed_late_counts_from_when_it_became_known() -> None:
     assert detection_summary(log, 0.0, [])["time_to_first_detection_s"] == 1.0
     live = ProcessLog("a", Path("a.jsonl"), lines[1:], ReadStats())
     assert detection_summary(live, 0.0, [])["time_to_first_detection_s"] == 1.5
+
+
+def test_the_age_of_the_newest_own_sighting_is_what_the_log_knew_then() -> None:
+    """A sighting placed late counts from when it was logged, with its capture time; a gated
+    one does not count; an older capture logged later does not make the newest one older."""
+    lines = [
+        {"t": 1.0, "event": "detection", "t_det": 0.4, "placed_at": 1.0, "accepted": True},
+        {"t": 1.6, "event": "detection", "t_det": 1.5, "accepted": True},
+        {"t": 1.7, "event": "detection", "t_det": 1.6, "accepted": False},
+        {"t": 1.8, "event": "detection", "t_det": 1.2, "placed_at": 1.8, "accepted": True},
+    ]
+    log = ProcessLog("a", Path("a.jsonl"), lines, ReadStats())
+    ages = seen_ages(log, np.array([0.9, 1.0, 1.5, 1.6, 2.0]))
+    assert ages[0] == math.inf
+    assert ages[1:] == pytest.approx([0.6, 1.1, 0.1, 0.5])
+

@@ -89,7 +89,8 @@ def _agent_rows(agents: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
         ),
         row("time to first detection (s)", lambda m: fmt(m.get("time_to_first_detection_s"))),
         row(
-            f"time to a confident track (s; position σ ≤ {CONFIDENT_SPREAD:.2f} m by default)",
+            f"time to a confident track (s; position σ ≤ {CONFIDENT_SPREAD:.2f} m by default,"
+            " or the target just seen)",
             lambda m: fmt(m.get("time_to_confident_track_s")),
         ),
         row(

@@ -15,9 +15,15 @@ import numpy.typing as npt
 
 from agents.belief.params import GridParams, TrackParams
 from agents.config import AgentConfig
+from agents.config import confident as track_confident
 from tools.replay.load import ProcessLog, Progress, RunDir, swarm_id_of
 from tools.replay.metrics.common import SETTLE, STEP, FloatArray, summary
-from tools.replay.metrics.detections import DetectionSpeed, detection_speeds, detection_summary
+from tools.replay.metrics.detections import (
+    DetectionSpeed,
+    detection_speeds,
+    detection_summary,
+    seen_ages,
+)
 from tools.replay.metrics.grid import (
     COVERAGE_VAR,
     GridRecord,
@@ -177,7 +183,8 @@ def analyse_agent(
     ever = int(cov["ever"][-1]) if len(cov["ever"]) else 0
     unc = series.uncertainty
     limit = config.confident_spread if config is not None else CONFIDENT_SPREAD
-    confident = np.flatnonzero(series.spread <= limit)
+    confident = np.flatnonzero(series.valid & track_confident(
+        series.spread, seen_ages(log, times), limit=limit, max_speed=params.max_speed))
     m: dict[str, Any] = {
         "active_s": [t_first - t_start, t_last - t_start],
         "events": len(log.lines),

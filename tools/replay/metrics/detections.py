@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from tools.replay.load import ProcessLog
-from tools.replay.metrics.common import summary
+from tools.replay.metrics.common import FloatArray, summary
 from tools.replay.metrics.track import TrackSamples
 from tools.replay.metrics.truth import Truth
 
@@ -59,6 +59,22 @@ def detection_speeds(
         out.append(
             DetectionSpeed(float(samples.t[i]), math.hypot(vx, vy), math.hypot(true[2], true[3]))
         )
+    return out
+
+
+def seen_ages(log: ProcessLog, times: FloatArray) -> FloatArray:
+    """At each of ``times``: how long ago the newest own detection the track took, as the
+    log knew it then, was captured (inf before the first)."""
+    dets = [(float(d["t"]), float(d["t_det"])) for d in log.events("detection")
+            if d.get("accepted") and isinstance(d.get("t_det"), int | float)]
+    out = np.full(np.shape(times), np.inf)
+    if not dets:
+        return out
+    t_log = np.array([t for t, _ in dets])
+    t_det = np.maximum.accumulate(np.array([t for _, t in dets]))
+    i = np.searchsorted(t_log, times, side="right") - 1
+    ok = i >= 0
+    out[ok] = np.asarray(times)[ok] - t_det[i[ok]]
     return out
 
 
