@@ -25,6 +25,7 @@ from tools.replay.metrics.footprint import camera_footprints, covered, redundanc
 
 if TYPE_CHECKING:
     from agents.config import AgentConfig
+    from tools.replay.load import ProcessLog
     from tools.replay.metrics import Analysis, Truth
     from worlds.arena import Arena
 
@@ -98,6 +99,23 @@ def _own_pose(own: Mapping[str, list[Any]], held: list[float]) -> dict[str, Any]
         v = pooled(f"nees{dof}")
         out[f"pose_nees{dof}_inside"] = fraction_inside(v, nees_bounds(dof))
         out[f"pose_nees{dof}_mean"] = float(v.mean()) if v.size else None
+    return out
+
+
+def _sightings(logs: Sequence[ProcessLog], truth: Truth) -> dict[str, Any]:
+    """Every agent's own detections against the truth, pooled: their NIS (2 dof) with the
+    covariance each was logged with, live and placed (seen before the pose came) apart:
+    ``sighting_nis_{live,placed}_{n,mean,inside}``."""
+    import numpy as np
+
+    from tools.replay.metrics.detections import detection_nis_values, nis_summary
+
+    values = [detection_nis_values(log, truth) for log in logs]
+    out: dict[str, Any] = {}
+    for kind in ("live", "placed"):
+        pooled = np.concatenate([v[kind] for v in values]) if values else np.zeros(0)
+        for key, value in nis_summary(pooled).items():
+            out[f"sighting_nis_{kind}_{key}"] = value
     return out
 
 
@@ -181,6 +199,8 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
         out[f"nees{dof}_inside"] = float(np.mean((v >= lo) & (v <= hi))) if v.size else None
         out[f"nees{dof}_mean"] = float(v.mean()) if v.size else None
     out.update(_own_pose(own, own_held))
+    if an.truth is not None:
+        out.update(_sightings([an.run.agents[name] for name in sorted(an.agents)], an.truth))
     n_speed = sum(p["speed_n"] for p in per.values())
     within = sum(p["speed_n"] * p["speed_within_10"] for p in per.values()
                  if p["speed_within_10"] is not None)

@@ -98,7 +98,7 @@ def section(results: Results) -> Section:
 
 def _own_pose(s: Section, results: Results, scenes: list[str]) -> None:
     """Each robot's own pose against the truth, per scene (no target: measured as found)."""
-    b1, b3 = nees_bounds(1), nees_bounds(3)
+    b1, b2, b3 = nees_bounds(1), nees_bounds(2), nees_bounds(3)
     s.text += [
         "",
         "Each robot's own pose, as its belief records logged it (1 Hz: the pose, the time "
@@ -107,12 +107,18 @@ def _own_pose(s: Section, results: Results, scenes: list[str]) -> None:
         "std over seeds. No target is set for these: they show whether the localizer's "
         f"covariance covers its errors (NEES1 of the heading inside [{b1[0]:.3f}, "
         f"{b1[1]:.2f}], ideal mean 1; NEES3 of the pose inside [{b3[0]:.2f}, {b3[1]:.2f}], "
-        "ideal mean 3). `stigmesh replay RUN` gives the same per agent, and a re-run with "
-        "`--set` compares a setting on the same inputs.",
+        "ideal mean 3). The last column judges each robot's sightings of the target the "
+        "same way: the detected position against the truth at the capture time, with the "
+        "covariance the agent gave it (the camera's and its own pose's; NIS2 inside "
+        f"[{b2[0]:.2f}, {b2[1]:.2f}], ideal mean 2), pooled over the seeds; *live* ones and "
+        "*placed* ones (frames seen before the robot had a pose, placed once it came) apart. "
+        "`stigmesh replay RUN` gives the same per agent, and a re-run with `--set` compares "
+        "a setting on the same inputs.",
         "",
         "| scene | pose held | heading error p50 / p95 (°) | position error p95 (m) | "
-        "NEES1 heading inside / mean | NEES3 pose inside / mean |",
-        "|---|---|---|---|---|---|",
+        "NEES1 heading inside / mean | NEES3 pose inside / mean | sightings NIS2 inside / "
+        "mean: live; placed (n) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name in scenes:
         runs = ok(results.runs(name))
@@ -124,4 +130,18 @@ def _own_pose(s: Section, results: Results, scenes: list[str]) -> None:
             f"{ms(vals(runs, 'pose_nees1_inside'), '{:.3f}')} / "
             f"{ms(vals(runs, 'pose_nees1_mean'), '{:.2f}')} | "
             f"{ms(vals(runs, 'pose_nees3_inside'), '{:.3f}')} / "
-            f"{ms(vals(runs, 'pose_nees3_mean'), '{:.2f}')} |")
+            f"{ms(vals(runs, 'pose_nees3_mean'), '{:.2f}')} | "
+            f"{_sightings(runs, 'live')}; {_sightings(runs, 'placed')} |")
+
+
+def _sightings(runs: list[dict[str, Any]], kind: str) -> str:
+    """The NIS of every sighting of this kind in these runs, pooled: inside / mean (n)."""
+    n = [r["metrics"].get(f"sighting_nis_{kind}_n") or 0 for r in runs]
+    total = sum(n)
+    if not total:
+        return "– (0)"
+    inside = sum(k * (r["metrics"].get(f"sighting_nis_{kind}_inside") or 0.0)
+                 for k, r in zip(n, runs, strict=True)) / total
+    mean = sum(k * (r["metrics"].get(f"sighting_nis_{kind}_mean") or 0.0)
+               for k, r in zip(n, runs, strict=True)) / total
+    return f"{inside:.1%} / {mean:.2f} ({total})"

@@ -20,6 +20,7 @@ from tools.replay.load import ProcessLog, Progress, RunDir, swarm_id_of
 from tools.replay.metrics.common import SETTLE, STEP, FloatArray, summary
 from tools.replay.metrics.detections import (
     DetectionSpeed,
+    detection_nis,
     detection_speeds,
     detection_summary,
     seen_ages,
@@ -214,6 +215,8 @@ def analyse_agent(
         "wire": wire_summary(wire, t_last - t_first),
     }
     m.update(detection_summary(log, t_start, speeds))
+    if truth is not None:
+        m["detection_nis"] = detection_nis(log, truth)
     if errors is not None:
         m["errors"] = error_summary(errors, t_start)
     if config is not None:

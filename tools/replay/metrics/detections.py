@@ -12,7 +12,7 @@ import numpy as np
 
 from tools.replay.load import ProcessLog
 from tools.replay.metrics.common import FloatArray, summary
-from tools.replay.metrics.track import TrackSamples
+from tools.replay.metrics.track import TrackSamples, nees_bounds
 from tools.replay.metrics.truth import Truth
 
 DETECTION_TRACK_WINDOW = 0.5  # s: the TRACK that carries a detection follows it within this
@@ -60,6 +60,43 @@ def detection_speeds(
             DetectionSpeed(float(samples.t[i]), math.hypot(vx, vy), math.hypot(true[2], true[3]))
         )
     return out
+
+
+def detection_nis_values(log: ProcessLog, truth: Truth) -> dict[str, FloatArray]:
+    """Each own detection against the truth at its capture time: ``dᵀ C⁻¹ d``, ``C`` the
+    covariance it was logged with (the camera's and the robot's own pose's; 2 dof, so a
+    consistent one has a mean of 2). ``live`` and ``placed`` (a frame seen before the pose
+    came, :mod:`agents.backfill`) apart."""
+    out: dict[str, list[float]] = {"live": [], "placed": []}
+    for d in log.events("detection"):
+        t_det, x, y, cov_ = d.get("t_det"), d.get("x"), d.get("y"), d.get("cov")
+        if not (isinstance(t_det, int | float) and isinstance(x, int | float)
+                and isinstance(y, int | float) and isinstance(cov_, list) and len(cov_) == 2
+                and all(isinstance(r, list) and len(r) == 2
+                        and all(isinstance(v, int | float) for v in r) for r in cov_)):
+            continue  # not a detection this reader knows
+        true = truth.target_at([float(t_det)])[0]
+        off = np.array([x - true[0], y - true[1]], dtype=np.float64)
+        cov = np.asarray(cov_, dtype=np.float64)
+        if np.isfinite(off).all() and np.isfinite(cov).all() and np.linalg.det(cov) > 0.0:
+            out["placed" if "placed_at" in d else "live"].append(
+                float(off @ np.linalg.solve(cov, off)))
+    return {kind: np.array(v, dtype=np.float64) for kind, v in out.items()}
+
+
+def nis_summary(values: FloatArray) -> dict[str, Any]:
+    """How many, their mean, and the fraction inside the 2-dof 95 % bounds."""
+    lo, hi = nees_bounds(2)
+    return {"n": int(values.size),
+            "mean": float(values.mean()) if values.size else None,
+            "inside": float(np.mean((values >= lo) & (values <= hi))) if values.size else None}
+
+
+def detection_nis(log: ProcessLog, truth: Truth) -> dict[str, Any]:
+    """:func:`detection_nis_values` summarised: per kind, :func:`nis_summary`."""
+    values = detection_nis_values(log, truth)
+    return {"bounds": list(nees_bounds(2)),
+            **{kind: nis_summary(v) for kind, v in values.items()}}
 
 
 def seen_ages(log: ProcessLog, times: FloatArray) -> FloatArray:
