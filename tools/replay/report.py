@@ -175,6 +175,17 @@ def _agent_rows(agents: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
                 f"{pct(_get(m, 'pose.nees3.fraction_inside'))}"
             ),
         ),
+        *(
+            row(
+                f"{kind} sightings of the target: NIS (2 dof) mean / inside 95 % bounds (n)",
+                lambda m, kind=kind: (
+                    f"{fmt(_get(m, f'detection_nis.{kind}.mean'))} / "
+                    f"{pct(_get(m, f'detection_nis.{kind}.inside'))} "
+                    f"({_get(m, f'detection_nis.{kind}.n') or 0})"
+                ),
+            )
+            for kind in ("live", "placed")
+        ),
         row(
             "searched ever (m²; share of the room)",
             lambda m: (
