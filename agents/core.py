@@ -594,6 +594,7 @@ class AgentCore:
             estimate=self._reckoned,
             verify=self.vetting.to_verify(now) if self.config.use_reputation else None,
             heading_std=self._heading_std(),
+            pose_used=self._pose_used(),
         )
         self._out.decision = decision
         self._emit(
@@ -611,6 +612,14 @@ class AgentCore:
     def _heading_std(self) -> float | None:
         P = self.localizer.cov
         return None if P is None else math.sqrt(max(float(P[2, 2]), 0.0))
+
+    def _pose_used(self) -> float | None:
+        """The share of the localizer's loss limits the pose's covariance has reached."""
+        P, lp = self.localizer.cov, self.config.localizer
+        if P is None:
+            return None
+        return max(float(P[0, 0] + P[1, 1]) / lp.max_position_trace,
+                   float(P[2, 2]) / lp.max_heading_var)
 
     def _periodic(self, now: float) -> None:
         self.sending.periodic(now, self.track)

@@ -24,6 +24,7 @@ class NavMode(StrEnum):
     PURSUE = "pursue"
     GLANCE = "glance"
     VERIFY = "verify"
+    RELOCALIZE = "relocalize"
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,6 +197,13 @@ class NavParams:
     """s: a glance ends after this at most ..."""
     glance_interval: float = 5.0
     """s: ... and the next begins no sooner than this after it."""
+    relocalize_at: float = 0.5
+    """A robot whose pose has used this share of the localizer's loss limits (position
+    trace over ``max_position_trace``, heading variance over ``max_heading_var``, the
+    larger) drives, with the pose it still has, to the nearest tag viewpoint and faces the
+    tag (RELOCALIZE), whatever it was doing; above 1: never (the pose is lost first)."""
+    relocalized_at: float = 0.25
+    """... until its pose is back under this share."""
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -211,6 +219,8 @@ class NavParams:
         )
         require(self.search_turn_rate <= self.omega_max, "search_turn_rate must be <= omega_max")
         require(self.creep_speed <= self.v_max, "creep_speed must be <= v_max")
+        require(self.relocalized_at < self.relocalize_at,
+                "relocalized_at must be < relocalize_at")
 
 
 @dataclass(frozen=True)

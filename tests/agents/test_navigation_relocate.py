@@ -10,7 +10,7 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.core import AgentCore
-from agents.navigation import NavDecision, Navigator, NavMode, NavParams
+from agents.navigation import NavDecision, Navigator, NavMode, NavParams, TrackView
 from agents.room import Room
 from tests.agents.test_navigation import NOMINAL, World, step
 
@@ -232,3 +232,60 @@ def test_a_robot_lost_out_of_sight_of_every_tag_creeps_at_once() -> None:
     d = near.decide(0.0, pose=None, belief=WORLD.window(3.0, 2.0), track=None, others=(),
                     room=room, estimate=(3.0, 2.0, 0.0))
     assert d.v == 0.0 and d.omega == params.search_turn_rate
+
+
+def test_a_pursuer_whose_pose_nears_its_loss_drives_to_a_tag_while_it_still_has_one() -> None:
+    """Past ``relocalize_at`` of the localizer's loss limits the robot leaves its target for
+    the nearest tag viewpoint, at the usual speed (a lost robot only creeps), faces the tag
+    there, and goes back to its target once its pose is back under ``relocalized_at``."""
+    nav = Navigator(params=PARAMS, tags=TAGS)
+    pose = (3.2, 2.6, math.pi / 2)
+    track = TrackView(3.2, 4.6, 0.0, 0.0, 0.0, True)  # ahead, at the standoff
+
+    def decide(now: float, used: float | None) -> NavDecision:
+        return nav.decide(now, pose=pose, belief=WORLD.window(pose[0], pose[1]), track=track,
+                          others=(), room=ROOM, pose_used=used)
+
+    assert decide(100.0, None).mode is NavMode.PURSUE
+    assert decide(100.1, 0.49).mode is NavMode.PURSUE
+    points = nav.relocation.viewpoints(ROOM)
+    k = min(range(len(points)), key=lambda i: math.hypot(points[i][0] - pose[0],
+                                                         points[i][1] - pose[1]))
+    tag, view = TAGS[k], points[k]
+    assert tag == (3.75, 0.0) and view == pytest.approx(viewpoint(tag))
+    decisions = []
+    for i in range(150):
+        d = decide(100.2 + 0.1 * i, 0.3 if i >= 100 else 0.5)  # 0.3: not yet back under 0.25
+        decisions.append(d)
+        assert d.mode is NavMode.RELOCALIZE and d.goal == view
+        pose = step(pose, d)
+    assert max(body_speed(d) for d in decisions) > 2.0 * PARAMS.creep_speed
+    assert math.hypot(view[0] - pose[0], view[1] - pose[1]) <= PARAMS.relocate_arrive_radius
+    facing = math.atan2(tag[1] - pose[1], tag[0] - pose[0])
+    assert abs(math.remainder(pose[2] - facing, math.tau)) < 0.2  # it looks at the tag
+    assert decisions[-1].v == 0.0
+    assert decide(115.2, 0.25).mode is NavMode.PURSUE
+    assert decide(115.3, 0.49).mode is NavMode.PURSUE  # not again until relocalize_at
+
+
+def test_relocalizing_ends_before_it_begins() -> None:
+    with pytest.raises(ValueError, match="relocalized_at"):
+        NavParams(relocalize_at=0.3, relocalized_at=0.3)
+
+
+def test_the_core_tells_the_navigator_how_much_of_its_pose_it_has_used() -> None:
+    """Half the localizer's position-trace limit: the core's next decision is RELOCALIZE."""
+    tags = {i: t for i, t in enumerate(TAGS)}
+    cfg = AgentConfig(name="walnut", room=ROOM, landmarks=tags, target_tag=100, nav=PARAMS)
+    core = AgentCore(cfg, t0=0.0)
+    limit = cfg.localizer.max_position_trace
+    core.localizer.set_pose(3.0, 3.0, 0.0, [[0.2 * limit, 0, 0], [0, 0.2 * limit, 0],
+                                            [0, 0, 1e-4]])
+    core.tick(0.1)
+    first = core.take_outputs().decision
+    assert first is not None and first.mode is not NavMode.RELOCALIZE
+    core.localizer.set_pose(3.0, 3.0, 0.0, [[0.3 * limit, 0, 0], [0, 0.2 * limit, 0],
+                                            [0, 0, 1e-4]])
+    core.tick(0.2)
+    then = core.take_outputs().decision
+    assert then is not None and then.mode is NavMode.RELOCALIZE
