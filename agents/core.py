@@ -16,7 +16,7 @@ that become looks and detections once one comes (:mod:`agents.backfill`). It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
 
-Why one module of ~660 lines, over the ~500 of the rest: it is one state machine. Every
+Why one module of ~680 lines, over the ~500 of the rest: it is one state machine. Every
 input and every tick reads and changes the same state (grid, track, peers, pose), and the
 order of those changes is the behaviour; the fusion of a peer's cells and track (~150
 lines) changes the same grid and track as the own observations, and stays beside them.

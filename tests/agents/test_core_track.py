@@ -125,7 +125,7 @@ def test_a_target_the_camera_sees_is_pursued_however_uncertain_the_own_pose() ->
     the target it sees alike: a target the camera saw within the time it needs, at its
     declared maximum speed, to move ``confident_spread`` is pursued; after that the spread
     decides again (hidden_search seed 1: hazel, its pose σ 0.25 m, stood in SEARCH for 3 s
-    looking at the target, then lost its pose for want of a pursuer's glance at a tag)."""
+    looking at the target)."""
     config = AgentConfig(name="walnut", room=Room(5.0, 5.0), landmarks={0: (0.0, 2.5)},
                          target_tag=100)
     core = AgentCore(config, t0=0.0)
