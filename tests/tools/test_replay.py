@@ -36,7 +36,7 @@ from tools.replay.metrics import (
     room_cells_of,
     track_errors,
 )
-from tools.replay.metrics.detections import detection_nis, seen_ages
+from tools.replay.metrics.detections import detection_nis, detection_nis_values, seen_ages
 from tools.replay.overrides import OverrideError, apply_overrides, parse_sets, variant_sets
 from tools.replay.rerun import rerun_agent, rerun_run
 from worlds.arena import load_arena, shipped_arena
@@ -563,7 +563,8 @@ def test_each_detection_is_judged_against_the_truth_with_the_covariance_it_was_l
         {"t": 2.1, "event": "detection", "t_det": 2.0, "x": "east", "y": 1.0, "cov": cov},
         {"t": 2.2, "event": "detection", "t_det": 2.1, "x": 1.0, "y": 1.0, "cov": [[1.0]]},
     ]
-    nis = detection_nis(ProcessLog("a", Path("a.jsonl"), lines, ReadStats()), truth)
+    nis = detection_nis(detection_nis_values(ProcessLog("a", Path("a.jsonl"), lines,
+                                                         ReadStats()), truth))
     assert nis["live"]["n"] == 2 and nis["live"]["mean"] == pytest.approx(0.5)
     assert nis["live"]["inside"] == 0.5  # 0 is below the lower bound, 1 inside
     assert nis["placed"] == {"n": 1, "mean": pytest.approx(9.0), "inside": 0.0}

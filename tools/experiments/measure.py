@@ -25,8 +25,7 @@ from tools.replay.metrics.footprint import camera_footprints, covered, redundanc
 
 if TYPE_CHECKING:
     from agents.config import AgentConfig
-    from tools.replay.load import ProcessLog
-    from tools.replay.metrics import Analysis, Truth
+    from tools.replay.metrics import AgentAnalysis, Analysis, Truth
     from worlds.arena import Arena
 
 __all__ = ["FOOTPRINT_WINDOW", "analysis_of", "camera_footprints", "footprint_overlap",
@@ -102,18 +101,18 @@ def _own_pose(own: Mapping[str, list[Any]], held: list[float]) -> dict[str, Any]
     return out
 
 
-def _sightings(logs: Sequence[ProcessLog], truth: Truth) -> dict[str, Any]:
-    """Every agent's own detections against the truth, pooled: their NIS (2 dof) with the
-    covariance each was logged with, live and placed (seen before the pose came) apart:
+def _sightings(agents: Iterable[AgentAnalysis]) -> dict[str, Any]:
+    """Every agent's own detections against the truth (their NIS, 2 dof, with the covariance
+    each was logged with), pooled, live and placed (seen before the pose came) apart:
     ``sighting_nis_{live,placed}_{n,mean,inside}``."""
     import numpy as np
 
-    from tools.replay.metrics.detections import detection_nis_values, nis_summary
+    from tools.replay.metrics.detections import nis_summary
 
-    values = [detection_nis_values(log, truth) for log in logs]
     out: dict[str, Any] = {}
     for kind in ("live", "placed"):
-        pooled = np.concatenate([v[kind] for v in values]) if values else np.zeros(0)
+        parts = [a.sightings[kind] for a in agents if kind in a.sightings]
+        pooled = np.concatenate(parts) if parts else np.zeros(0)
         for key, value in nis_summary(pooled).items():
             out[f"sighting_nis_{kind}_{key}"] = value
     return out
@@ -200,7 +199,7 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
         out[f"nees{dof}_mean"] = float(v.mean()) if v.size else None
     out.update(_own_pose(own, own_held))
     if an.truth is not None:
-        out.update(_sightings([an.run.agents[name] for name in sorted(an.agents)], an.truth))
+        out.update(_sightings([an.agents[name] for name in sorted(an.agents)]))
     n_speed = sum(p["speed_n"] for p in per.values())
     within = sum(p["speed_n"] * p["speed_within_10"] for p in per.values()
                  if p["speed_within_10"] is not None)

@@ -21,6 +21,7 @@ from tools.replay.metrics.common import SETTLE, STEP, FloatArray, summary
 from tools.replay.metrics.detections import (
     DetectionSpeed,
     detection_nis,
+    detection_nis_values,
     detection_speeds,
     detection_summary,
     seen_ages,
@@ -77,6 +78,7 @@ class AgentAnalysis:
     pose: dict[str, FloatArray]  # per belief record: position, heading, nees1, nees3
     metrics: dict[str, Any] = field(default_factory=dict)
     config: AgentConfig | None = None  # the agent's own settings, when they could be known
+    sightings: dict[str, FloatArray] = field(default_factory=dict)  # NIS, "live" / "placed"
 
 
 @dataclass
@@ -215,8 +217,9 @@ def analyse_agent(
         "wire": wire_summary(wire, t_last - t_first),
     }
     m.update(detection_summary(log, t_start, speeds))
-    if truth is not None:
-        m["detection_nis"] = detection_nis(log, truth)
+    sightings = detection_nis_values(log, truth) if truth is not None else {}
+    if sightings:
+        m["detection_nis"] = detection_nis(sightings)
     if errors is not None:
         m["errors"] = error_summary(errors, t_start)
     if config is not None:
@@ -242,6 +245,7 @@ def analyse_agent(
         pose if pose is not None else {},
         m,
         config,
+        sightings,
     )
 
 

@@ -67,20 +67,22 @@ def detection_nis_values(log: ProcessLog, truth: Truth) -> dict[str, FloatArray]
     covariance it was logged with (the camera's and the robot's own pose's; 2 dof, so a
     consistent one has a mean of 2). ``live`` and ``placed`` (a frame seen before the pose
     came, :mod:`agents.backfill`) apart."""
-    out: dict[str, list[float]] = {"live": [], "placed": []}
+    rows: list[tuple[float, float, float, list[list[float]], bool]] = []
     for d in log.events("detection"):
         t_det, x, y, cov_ = d.get("t_det"), d.get("x"), d.get("y"), d.get("cov")
-        if not (isinstance(t_det, int | float) and isinstance(x, int | float)
+        if (isinstance(t_det, int | float) and isinstance(x, int | float)
                 and isinstance(y, int | float) and isinstance(cov_, list) and len(cov_) == 2
                 and all(isinstance(r, list) and len(r) == 2
                         and all(isinstance(v, int | float) for v in r) for r in cov_)):
-            continue  # not a detection this reader knows
-        true = truth.target_at([float(t_det)])[0]
-        off = np.array([x - true[0], y - true[1]], dtype=np.float64)
+            rows.append((float(t_det), float(x), float(y), cov_, "placed_at" in d))
+        # else: not a detection this reader knows
+    out: dict[str, list[float]] = {"live": [], "placed": []}
+    true = truth.target_at([r[0] for r in rows]) if rows else np.zeros((0, 4))
+    for (_, x, y, cov_, placed), (tx, ty, _, _) in zip(rows, true, strict=True):
+        off = np.array([x - tx, y - ty], dtype=np.float64)
         cov = np.asarray(cov_, dtype=np.float64)
         if np.isfinite(off).all() and np.isfinite(cov).all() and np.linalg.det(cov) > 0.0:
-            out["placed" if "placed_at" in d else "live"].append(
-                float(off @ np.linalg.solve(cov, off)))
+            out["placed" if placed else "live"].append(float(off @ np.linalg.solve(cov, off)))
     return {kind: np.array(v, dtype=np.float64) for kind, v in out.items()}
 
 
@@ -92,9 +94,8 @@ def nis_summary(values: FloatArray) -> dict[str, Any]:
             "inside": float(np.mean((values >= lo) & (values <= hi))) if values.size else None}
 
 
-def detection_nis(log: ProcessLog, truth: Truth) -> dict[str, Any]:
+def detection_nis(values: dict[str, FloatArray]) -> dict[str, Any]:
     """:func:`detection_nis_values` summarised: per kind, :func:`nis_summary`."""
-    values = detection_nis_values(log, truth)
     return {"bounds": list(nees_bounds(2)),
             **{kind: nis_summary(v) for kind, v in values.items()}}
 
