@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agents.belief.models import cv_predict
 from agents.core import AgentCore
 from protocol.runlog import ReadStats, RunLog, dumps, log_path, read_run_log
 from tools.agent_config import agent_config
@@ -283,6 +284,26 @@ def test_nees_and_its_bounds() -> None:
     assert e.nees4 == pytest.approx([0.25, 9.0])
     assert e.nees2 == pytest.approx([0.25, 9.0])
     assert fraction_inside(e.nees2, (lo, hi)) == 0.5
+
+
+def test_nees_judges_the_published_state_at_its_own_time() -> None:
+    """Between two published states the series predicts the newest one (constant velocity,
+    the agent's accel_psd, as a peer would); NEES judges the state at the time it refers to
+    against the truth then, and peer_nees the prediction against the truth at the sample."""
+    truth = _truth_moving_east()
+    x = truth.target_at([1.0])[0] + np.array([0.0, 0.0, 0.1, 0.0])  # 0.1 m/s too fast
+    P = np.eye(4) * 0.01
+    samples = TrackSamples(t_log=np.array([1.0]), t=np.array([1.0]), x=x[None], P=P[None])
+    series = resample(samples, np.array([1.0, 1.5]), accel_psd=2.5)
+    e = track_errors(series, truth)
+    assert e.nees4 == pytest.approx([1.0, 1.0])  # 0.1² / 0.01, at t = 1 both times
+    assert e.nees2 == pytest.approx([0.0, 0.0], abs=1e-12)
+    x_p, P_p = cv_predict(x, P, 0.5, 2.5)
+    d = x_p - truth.target_at([1.5])[0]
+    assert d[0] == pytest.approx(0.05)
+    assert e.peer_nees4[1] == pytest.approx(float(d @ np.linalg.solve(P_p, d)))
+    assert e.peer_nees4[1] < 0.5 * e.nees4[1]  # the extrapolation's noise hides the error
+    assert e.peer_nees4[0] == pytest.approx(1.0)
 
 
 def test_the_localizer_is_judged_by_its_own_covariance() -> None:

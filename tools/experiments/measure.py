@@ -58,16 +58,19 @@ def analysis_of(run_dir: Path, arena: Arena,
 
 def series_of(an: Analysis) -> dict[str, Any]:
     """Per agent on the run's time base (run-relative seconds): the position error and the
-    NEES (NaN where it holds no track), the uncertainty; the distance between each pair;
+    NEES (NaN where it holds no track; ``peer_nees4``: of the state predicted to the time
+    base as a peer predicts it), the uncertainty; the distance between each pair;
     the relative speed error at each detection."""
     out: dict[str, Any] = {"t": (an.times - an.t_start).round(3).tolist(), "err": {},
-                           "nees4": {}, "nees2": {}, "unc": {}, "agree": {}, "speed_rel": {}}
+                           "nees4": {}, "nees2": {}, "peer_nees4": {}, "unc": {}, "agree": {},
+                           "speed_rel": {}}
     for name, ag in an.agents.items():
         out["speed_rel"][name] = [s.relative_error for s in ag.speeds]
         if ag.errors is not None:
             out["err"][name] = ag.errors.pos_err.tolist()
             out["nees4"][name] = ag.errors.nees4.tolist()
             out["nees2"][name] = ag.errors.nees2.tolist()
+            out["peer_nees4"][name] = ag.errors.peer_nees4.tolist()
         out["unc"][name] = ag.series.uncertainty.tolist()
     for (a, b), d in an.agreement.items():
         out["agree"][f"{a}-{b}"] = d.tolist()
@@ -135,7 +138,7 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
     m = jsonable(run_metrics(an))
     per: dict[str, dict[str, Any]] = {}
     late_err: list[Any] = []
-    nees: dict[int, list[Any]] = {4: [], 2: []}
+    nees: dict[str, list[Any]] = {"nees4": [], "nees2": [], "peer_nees4": [], "peer_nees2": []}
     own: dict[str, list[Any]] = {"heading": [], "position": [], "nees1": [], "nees3": []}
     own_held: list[float] = []
     for name, ag in m["agents"].items():
@@ -145,12 +148,13 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
         if a.errors is not None:
             late = an.times - an.t_start >= SETTLE
             late_err.append(a.errors.pos_err[late])
-            for dof, values in ((4, a.errors.nees4), (2, a.errors.nees2)):
+            for key, parts in nees.items():
+                values = getattr(a.errors, key)
                 v = values[np.isfinite(values)]
-                nees[dof].append(v)
-                lo, hi = nees_bounds(dof)
-                tails[f"nees{dof}_below"] = float(np.mean(v < lo)) if v.size else None
-                tails[f"nees{dof}_above"] = float(np.mean(v > hi)) if v.size else None
+                parts.append(v)
+                lo, hi = nees_bounds(int(key[-1]))
+                tails[f"{key}_below"] = float(np.mean(v < lo)) if v.size else None
+                tails[f"{key}_above"] = float(np.mean(v > hi)) if v.size else None
         for key, values in a.pose.items():
             own[key].append(values)
         if a.pose:
@@ -192,11 +196,11 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
     pooled = pooled[np.isfinite(pooled)]
     for key, q in (("err_p50", 50), ("err_p95", 95), ("err_max", 100)):
         out[key] = float(np.percentile(pooled, q)) if pooled.size else None
-    for dof in (4, 2):
-        v = np.concatenate(nees[dof]) if nees[dof] else np.zeros(0)
-        lo, hi = nees_bounds(dof)
-        out[f"nees{dof}_inside"] = float(np.mean((v >= lo) & (v <= hi))) if v.size else None
-        out[f"nees{dof}_mean"] = float(v.mean()) if v.size else None
+    for key, parts in nees.items():
+        v = np.concatenate(parts) if parts else np.zeros(0)
+        lo, hi = nees_bounds(int(key[-1]))
+        out[f"{key}_inside"] = float(np.mean((v >= lo) & (v <= hi))) if v.size else None
+        out[f"{key}_mean"] = float(v.mean()) if v.size else None
     out.update(_own_pose(own, own_held))
     if an.truth is not None:
         out.update(_sightings([an.agents[name] for name in sorted(an.agents)]))

@@ -153,6 +153,13 @@ def _agent_rows(agents: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
             ),
         ),
         row(
+            "NEES 4-state predicted as a peer predicts it: mean / inside",
+            lambda m: (
+                f"{fmt(_get(m, 'errors.peer_nees4.mean'))} / "
+                f"{pct(_get(m, 'errors.peer_nees4.fraction_inside'))}"
+            ),
+        ),
+        row(
             "grid mean var: median / last",
             lambda m: _pair(m, "grid_mean_var.median", "grid_mean_var_last"),
         ),
@@ -374,6 +381,9 @@ def render(
             "",
             f"Errors are on a common {run['time_step_s']:g} s time base: each agent's newest "
             "published track, predicted to that time, against the truth interpolated to it. "
+            "NEES judges that newest published state at its own time, against the truth "
+            "then (the agent's own filter); the peer row judges its prediction (constant "
+            "velocity with the agent's `accel_psd`, as a peer predicts a received track). "
             f"NEES bounds (two-sided 95 %): 4-state [{b4[0]:.2f}, {b4[1]:.2f}], position "
             f"[{b2[0]:.3f}, {b2[1]:.2f}]. Coverage counts cells with var below "
             f"{fmt(_get(agents[names[0]], 'coverage.var_below'))} "
