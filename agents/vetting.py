@@ -146,8 +146,10 @@ class Vetting:
         """Where the own camera should look: the newest disputed claim of a peer still
         fused, when nothing else can settle it — no fresh own detection (the witness does)
         and no other peer's claim fused within ``witness_max_age`` (the track is not the
-        disputed peer's word against itself) — for at most ``verify_time`` per dispute (an
-        unreachable place is not chased). None: nothing to look at."""
+        disputed peer's word against itself) — for at most ``verify_time`` per dispute, or
+        since the own views last bore on its claims (an unreachable place is not chased; a
+        place being seen is looked at until the peer is distrusted or trusted). None:
+        nothing to look at."""
         p = self.config.reputation
         if now - self._last_detection_at <= p.witness_max_age:
             return None
@@ -194,7 +196,14 @@ class Vetting:
         views = None if recheck else self.views.test(
             x[:2], P[:2, :2], t, window=p.view_window, gate=p.gate, floor=p.claim_floor,
             clock_uncertainty=clock_u, detection_gate=p.support_distance)
-        return self._verdict("track", peer, self.reputation.judge(peer, claim, witness, views))
+        verdict = self._verdict("track", peer, self.reputation.judge(peer, claim, witness, views))
+        contested = self._contested.get(peer)
+        if verdict is not None and contested is not None and (
+                verdict.outcome.refuting or verdict.outcome.supporting):
+            # The own views reach the disputed place: it is no unreachable place, and
+            # the look goes on (verify_time counts from the last view that bore on it).
+            self._contested[peer] = (contested[0], contested[1], now)
+        return verdict
 
     def check_patch(self, peer: str, cells: Cells, t: float, clock_u: float) -> Verdict | None:
         """A PATCH's new hot cells (the peer claims the target was there since its previous

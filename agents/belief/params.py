@@ -236,7 +236,8 @@ class ReputationParams:
     """A PATCH fails only if at least this many of its hot cells were refuted."""
     verify_time: float = 4.0
     """s: a disputed claim that no own evidence bears on is looked at (the navigator turns
-    the camera to it) for at most this long per dispute; 0: never."""
+    the camera to it) for at most this long per dispute, counted from the last own view
+    that bore on the peer's claims (a place being seen is no unreachable place); 0: never."""
 
     def __post_init__(self) -> None:
         require(

@@ -13,6 +13,9 @@ import numpy as np
 import pytest
 
 from agents.belief import ReputationTable
+from agents.belief.constraints import FreeSpace
+from agents.belief.deposit import Footprint
+from agents.belief.track import TrackFilter
 from agents.config import AgentConfig, track_for_target
 from agents.core import AgentCore
 from agents.observations import ObservationBatch, PoseFix, TagSighting
@@ -338,6 +341,31 @@ def test_a_disputed_claim_no_own_evidence_bears_on_is_looked_at_for_a_while() ->
     assert all(goal == pytest.approx(b) for _, goal in looks)
     assert looks[-1][0] - disputed_at <= verify_time < looks[-1][0] - disputed_at + 0.2
     assert core.vetting.to_verify(t) is None
+
+
+def test_a_disputed_place_the_own_views_reach_is_looked_at_past_verify_time() -> None:
+    # liar_only seeds 4 and 6: the honest robot reached a view of the lie's place only 3.4 s
+    # into the dispute, refuted five claims in 0.4 s, and was then sent back to search when
+    # verify_time (4 s from the dispute's start) ran out: the liar's next claim was fused.
+    # A place the own views reach is no unreachable place: the look goes on, verify_time
+    # counted from the last view that bore on the peer's claims.
+    core = core_with_peer()
+    v, p = core.vetting, core.config.reputation
+    track = TrackFilter(core.config.track, FreeSpace(5.0, 5.0))
+    track.update_position((1.5, 4.0), np.eye(2) * 0.01, 0.0)  # the own (coasting) track
+    claim = np.array([2.5, 2.5, 0.0, 0.0])  # 1.5 m ahead of the camera, 1.8 m from it
+    P = np.diag([0.004, 0.004, 0.01, 0.01])
+    v.contest("hazel", track, claim, P, t=0.0, now=0.0, verdict=None)
+    assert v.to_verify(1.0) == (2.5, 2.5)
+    at = p.verify_time - 0.5
+    for k in range(3):  # the camera, facing east from POSE, sees the place empty
+        v.own_view(at - 0.2 + 0.1 * k, Footprint(*POSE, 3.0, math.radians(62.0)),
+                   np.diag([1e-4, 1e-4, 1e-4]), None)
+    verdict = v.check_track("hazel", (7, 9), claim, P, at, clock_u=0.0, now=at)
+    assert verdict is not None and not verdict.outcome.passed and verdict.outcome.refuting >= 2
+    assert core.reputation.fusable("hazel")  # one failure: not yet distrusted
+    assert v.to_verify(p.verify_time + 0.5) == (2.5, 2.5)  # it was verify_time's end
+    assert v.to_verify(at + p.verify_time + 0.1) is None  # and now is, counted from the view
 
 
 def test_a_fresh_own_detection_settles_a_dispute_without_a_look() -> None:
