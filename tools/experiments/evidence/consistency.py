@@ -37,7 +37,7 @@ def section(results: Results) -> Section:
         "a peer holds between two TRACKs, not the filter: for a target declared to "
         "accelerate at 5 m/s² the extrapolation adds 0.25 (m/s)² of velocity variance per "
         "0.1 s, so it read a cautious peer-side prediction as an underconfident filter. It "
-        "is kept as the last two columns, pooled the same way:",
+        "is kept as the last column, pooled the same way:",
         "",
         "| scene | NEES4 inside / mean | NEES2 inside / mean | as a peer predicts it: NEES4 "
         "inside / mean |",
