@@ -238,10 +238,15 @@ def fraction_inside(values: FloatArray, bounds: tuple[float, float]) -> float | 
     return float(np.mean((v >= bounds[0]) & (v <= bounds[1])))
 
 
+def _consistency(values: FloatArray, bounds: tuple[float, float]) -> dict[str, Any]:
+    """A NEES series' mean, its bounds and the fraction of it inside them."""
+    return {"mean": summary(values)["mean"], "bounds": bounds,
+            "fraction_inside": fraction_inside(values, bounds)}
+
+
 def error_summary(errors: TrackErrors, t_start: float, settle: float = SETTLE) -> dict[str, Any]:
     """Position/velocity error, uncertainty and NEES consistency, overall and after ``settle``."""
     late = errors.t - t_start >= settle
-    b4, b2 = nees_bounds(4), nees_bounds(2)
     unc_late = errors.uncertainty[late & np.isfinite(errors.uncertainty)]
     return {
         "position_error_m": summary(errors.pos_err),
@@ -253,26 +258,8 @@ def error_summary(errors: TrackErrors, t_start: float, settle: float = SETTLE) -
         "uncertainty_after_settle_below_0_15": (
             float(np.mean(unc_late < 0.15)) if unc_late.size else None
         ),
-        "nees4": {
-            "mean": summary(errors.nees4)["mean"],
-            "bounds": b4,
-            "fraction_inside": fraction_inside(errors.nees4, b4),
-        },
-        "nees2": {
-            "mean": summary(errors.nees2)["mean"],
-            "bounds": b2,
-            "fraction_inside": fraction_inside(errors.nees2, b2),
-        },
-        "peer_nees4": {
-            "mean": summary(errors.peer_nees4)["mean"],
-            "bounds": b4,
-            "fraction_inside": fraction_inside(errors.peer_nees4, b4),
-        },
-        "peer_nees2": {
-            "mean": summary(errors.peer_nees2)["mean"],
-            "bounds": b2,
-            "fraction_inside": fraction_inside(errors.peer_nees2, b2),
-        },
+        **{key: _consistency(getattr(errors, key), nees_bounds(int(key[-1])))
+           for key in ("nees4", "nees2", "peer_nees4", "peer_nees2")},
     }
 
 
