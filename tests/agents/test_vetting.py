@@ -346,14 +346,15 @@ def test_a_disputed_claim_no_own_evidence_bears_on_is_looked_at_for_a_while() ->
 def test_a_disputed_place_the_own_views_reach_is_looked_at_past_verify_time() -> None:
     # liar_only seeds 4 and 6: the honest robot reached a view of the lie's place only 3.4 s
     # into the dispute, refuted five claims in 0.4 s, and was then sent back to search when
-    # verify_time (4 s from the dispute's start) ran out: the liar's next claim was fused.
-    # A place the own views reach is no unreachable place: the look goes on, verify_time
-    # counted from the last view that bore on the peer's claims.
+    # verify_time (4 s from the dispute's start) ran out, 0.2-0.4 s before the refutations
+    # or its own detections would have distrusted the liar. A place the own views reach is
+    # no unreachable place: the look goes on, verify_time counted from the last view that
+    # bore on the peer's claims.
     core = core_with_peer()
     v, p = core.vetting, core.config.reputation
     track = TrackFilter(core.config.track, FreeSpace(5.0, 5.0))
     track.update_position((1.5, 4.0), np.eye(2) * 0.01, 0.0)  # the own (coasting) track
-    claim = np.array([2.5, 2.5, 0.0, 0.0])  # 1.5 m ahead of the camera, 1.8 m from it
+    claim = np.array([2.5, 2.5, 0.0, 0.0])  # 1.5 m ahead of the camera, 1.8 m from the track
     P = np.diag([0.004, 0.004, 0.01, 0.01])
     v.contest("hazel", track, claim, P, t=0.0, now=0.0, verdict=None)
     assert v.to_verify(1.0) == (2.5, 2.5)

@@ -289,7 +289,8 @@ def test_nees_and_its_bounds() -> None:
 def test_nees_judges_the_published_state_at_its_own_time() -> None:
     """Between two published states the series predicts the newest one (constant velocity,
     the agent's accel_psd, as a peer would); NEES judges the state at the time it refers to
-    against the truth then, and peer_nees the prediction against the truth at the sample."""
+    against the truth then, and peer_nees the prediction against the truth at the time
+    base's time."""
     truth = _truth_moving_east()
     x = truth.target_at([1.0])[0] + np.array([0.0, 0.0, 0.1, 0.0])  # 0.1 m/s too fast
     P = np.eye(4) * 0.01
