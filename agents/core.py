@@ -16,19 +16,20 @@ that become looks and detections once one comes (:mod:`agents.backfill`). It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
 
-Why one module of ~680 lines, over the ~500 of the rest: it is one state machine. Every
+Why one module of ~635 lines, over the ~500 of the rest: it is one state machine. Every
 input and every tick reads and changes the same state (grid, track, peers, pose), and the
 order of those changes is the behaviour; the fusion of a peer's cells and track (~150
 lines) changes the same grid and track as the own observations, and stays beside them.
 Apart are the parts with a state of their own: the messages it sends unasked and their
 cadences (:mod:`agents.sends`), a peer's clock mapping and the cells held until it is
-mapped (:mod:`agents.peer_clock`), and its output types (:mod:`agents.outputs`); the
-estimators it drives are their own modules and its settings are :mod:`agents.config`.
+mapped (:mod:`agents.peer_clock`), and its output types (:mod:`agents.outputs`); and the
+pure functions of its state that make its belief log record and the belief digest
+(:mod:`agents.belief_record`). The estimators it drives are their own modules and its
+settings are :mod:`agents.config`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import replace
@@ -41,6 +42,7 @@ from agents.belief import Detection as GridDetection
 from agents.belief import Footprint, FusionRule, PheromoneGrid, ReputationTable, TrackFilter
 from agents.belief.constraints import FreeSpace
 from agents.belief.search import CameraLook
+from agents.belief_record import belief_digest, belief_record
 from agents.config import FUSION_NONE, AgentConfig, confident
 from agents.faults import Byzantine, ByzantineSpec, Stage
 from agents.gyro_bias import GyroBias
@@ -391,15 +393,7 @@ class AgentCore:
 
     def belief_digest(self) -> str:
         """SHA-256 of the exact belief state (grid and track): replay compares these."""
-        h = hashlib.sha256()
-        h.update(np.ascontiguousarray(self.grid.mu).tobytes())
-        h.update(np.ascontiguousarray(self.grid.var).tobytes())
-        h.update(np.asarray(self.grid.origin, dtype=np.int64).tobytes())
-        h.update(self.seeker.state_bytes())
-        if self.track.initialised:
-            h.update(self.track.state.tobytes())
-            h.update(self.track.covariance.tobytes())
-        return h.hexdigest()
+        return belief_digest(self.grid, self.seeker, self.track)
 
     # ---------------------------------------------------------------- internals
 
@@ -624,48 +618,11 @@ class AgentCore:
     def _periodic(self, now: float) -> None:
         self.sending.periodic(now, self.track)
         if self.sending.belief_log_due(now):
-            self._emit("belief", self._belief_record(now))
-
-    def _belief_record(self, now: float) -> dict[str, Any]:
-        g = self.grid
-        pose_cov = self.localizer.cov
-        record: dict[str, Any] = {
-            "digest": self.belief_digest(),
-            "origin": g.origin,
-            "shape": g.shape,
-            "mu_f32": np.ascontiguousarray(g.mu, dtype=np.float32).tobytes(),
-            "var_f32": np.ascontiguousarray(g.var, dtype=np.float32).tobytes(),
-            "pose": self.localizer.pose,
-            "pose_t": self.localizer.t,
-            "pose_cov": None if pose_cov is None else pose_cov.tolist(),
-            "gyro_bias": [self.gyro_bias.bias, self.gyro_bias.std, self.gyro_bias.updates,
-                          self.gyro_bias.noise_std],
-            "mean_var": g.mean_variance(),
-            "mass": g.total_mass(),
-            "peers": {
-                p.name: {
-                    "lost": p.lost,
-                    "score": self.reputation.score(p.name),
-                    "synced": p.clock.synchronized_at_time(now),
-                }
-                for _, p in self.peers.items()
-            },
-            "counters": self.counters.as_dict(),
-            "checks": dict(self.vetting.checks),  # reputation checks run and failed
-        }
-        record.update(self.seeker.log_fields())
-        if self.track.initialised:
-            record["track"] = {
-                "t": self.track.time,
-                "x": self.track.state,
-                "P": self.track.covariance,
-                "uncertainty": self.track.uncertainty,
-                "updates": self.track.update_count,
-                "confident": self.track_confident(now),
-                "modes": self.track.mode_probabilities.tolist(),  # constant velocity, turn
-                "turn_rate": self.track.turn_rate,
-            }
-        return record
+            self._emit("belief", belief_record(
+                now, grid=self.grid, localizer=self.localizer, gyro_bias=self.gyro_bias,
+                peers=self.peers, reputation=self.reputation, counters=self.counters,
+                checks=self.vetting.checks, seeker=self.seeker, track=self.track,
+                confident=self.track_confident))
 
     def on_oracle_look(self, sender: str, look: CameraLook, now: float) -> None:
         """Another robot's look handed over directly (the lockstep oracle)."""
