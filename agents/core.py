@@ -16,16 +16,17 @@ that become looks and detections once one comes (:mod:`agents.backfill`). It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
 
-Why one module of ~635 lines, over the ~500 of the rest: it is one state machine. Every
+Why one module of ~610 lines, over the ~500 of the rest: it is one state machine. Every
 input and every tick reads and changes the same state (grid, track, peers, pose), and the
 order of those changes is the behaviour; the fusion of a peer's cells and track (~150
 lines) changes the same grid and track as the own observations, and stays beside them.
 Apart are the parts with a state of their own: the messages it sends unasked and their
 cadences (:mod:`agents.sends`), a peer's clock mapping and the cells held until it is
-mapped (:mod:`agents.peer_clock`), and its output types (:mod:`agents.outputs`); and the
-pure functions of its state that make its belief log record and the belief digest
-(:mod:`agents.belief_record`). The estimators it drives are their own modules and its
-settings are :mod:`agents.config`.
+mapped (:mod:`agents.peer_clock`), the car's inputs held for the localizer and a lost
+robot's dead reckoning (:mod:`agents.odometry`), and its output types
+(:mod:`agents.outputs`); and the pure functions of its state that make its belief log
+record and the belief digest (:mod:`agents.belief_record`). The estimators it drives are
+their own modules and its settings are :mod:`agents.config`.
 """
 
 from __future__ import annotations
@@ -49,10 +50,10 @@ from agents.gyro_bias import GyroBias
 from agents.localization import EMPTY, PoseEKF
 from agents.navigation import BeliefView, Navigator, TrackView
 from agents.observations import Detection, ObservationBatch
+from agents.odometry import Odometry
 from agents.outputs import Outgoing, OutPatch, Outputs, OutSnapshot, Record, Send
 from agents.peer_clock import hold, peer_time, release, to_local
 from agents.peers import Address, Peer, PeerTable
-from agents.pose_geometry import motion_step
 from agents.rejections import RejectionSampler
 from agents.seeking import Seeker
 from agents.sends import Sends
@@ -101,6 +102,8 @@ class AgentCore:
         self.backfill = Backfill(c.search.backfill, c.drive, c.localizer)
         # The own evidence (a witness track, the recent views) that peers' claims face.
         self.vetting = Vetting(c, self.space, self.reputation, self.counters, self._emit)
+        # The car's inputs, held for the localizer; a lost robot's dead reckoning.
+        self.odometry = Odometry(c, self.localizer, self.gyro_bias, self.backfill)
         self.refusals = RejectionSampler()
         self.stats: dict[str, int] = {
             "detections": 0,
@@ -115,11 +118,6 @@ class AgentCore:
                            reputation=self.reputation, seeker=self.seeker, stats=self.stats,
                            confident=self.track_confident, send=self._send, t0=t0)
         self._t_tick: float | None = None
-        self._duty = (0.0, 0.0)
-        self._gyro: float | None = None
-        self._gyro_error: float | None = None  # the corrected rate's error σ (None: default)
-        # The last pose, dead-reckoned from the duties and gyro once the localizer lost it.
-        self._reckoned: tuple[float, float, float] | None = None
         self._seen_at = -math.inf  # capture time of the newest own detection the track took
         self._track_info_at = -math.inf  # the newest measurement in the track, own or a peer's
         self._pose_had = False
@@ -138,12 +136,7 @@ class AgentCore:
     ) -> None:
         """The duties the car applies now and its gyro rate: the localizer's inputs (the rate
         less the gyro's bias, learnt while the car stands still)."""
-        self._advance_localizer(now)
-        self._duty = (float(duty_left), float(duty_right))
-        self._gyro = self.gyro_bias.correct(now, self._duty[0], self._duty[1], gyro_z)
-        self._gyro_error = (
-            None if self._gyro is None
-            else self.gyro_bias.residual_std(self.config.localizer.error_correlation_time))
+        self.odometry.car_status(now, duty_left, duty_right, gyro_z)
 
     def on_observations(self, batch: ObservationBatch, now: float) -> None:
         """A sensor frame: wall tags localize, the target becomes a detection."""
@@ -152,7 +145,7 @@ class AgentCore:
             # than now (and nothing the core sends may be stamped after its sending).
             self.stats["captures_after_receipt"] += 1
             batch = replace(batch, t_capture=now)
-        self._advance_localizer(now)
+        self.odometry.advance(now)
         result = self.localizer.update_batch(batch)
         record: dict[str, Any] = {
             "t_capture": batch.t_capture,
@@ -320,7 +313,7 @@ class AgentCore:
         messages, peer liveness."""
         dt = 0.0 if self._t_tick is None else max(0.0, now - self._t_tick)
         self._t_tick = now
-        self._advance_localizer(now)
+        self.odometry.advance(now)
         pose = self.localizer.pose
         if pose is not None:
             self.grid.slide_to(pose[0], pose[1])
@@ -354,7 +347,7 @@ class AgentCore:
 
     def decide(self, now: float) -> None:
         """A decision now, between beats: something new is known (see :meth:`take_news`)."""
-        self._advance_localizer(now)
+        self.odometry.advance(now)
         self._decide(now, self.localizer.pose)
 
     def track_due_at(self) -> float | None:
@@ -402,26 +395,6 @@ class AgentCore:
 
     def _send(self, to: Address | None, body: Outgoing) -> None:
         self._out.sends.append(Send(to, body))
-
-    def _advance_localizer(self, t: float) -> None:
-        if t > self.localizer.t:
-            t0 = self.localizer.t
-            dt = t - t0
-            self.localizer.predict_to(t, self._duty[0], self._duty[1], self._gyro,
-                                      self._gyro_error)
-            pose = self.localizer.pose
-            if pose is not None:
-                self.backfill.clear()
-                self._reckoned = pose
-                return
-            self.backfill.advance(t0, t, self._duty, self._gyro, self._gyro_error,
-                                  rate_psd=self.localizer.rate_psd)
-            if self._reckoned is not None:  # the navigator's estimate for a lost robot
-                v, omega = self.config.drive.body_velocity(*self._duty)
-                state, _, _ = motion_step(
-                    np.array(self._reckoned), v, omega if self._gyro is None else self._gyro, dt
-                )
-                self._reckoned = (float(state[0]), float(state[1]), float(state[2]))
 
     def _fusion_weight(self, peer: Peer) -> float | None:
         """The covariance inflation for this peer, or None when it must not be fused."""
@@ -585,7 +558,7 @@ class AgentCore:
         decision = self.navigator.decide(
             now, pose=pose, belief=view, track=track_view, others=others, room=self.config.room,
             search=self.seeker.view(pose, self.localizer.t) if searching else None,
-            estimate=self._reckoned,
+            estimate=self.odometry.reckoned,
             verify=self.vetting.to_verify(now) if self.config.use_reputation else None,
             heading_std=self._heading_std(),
             pose_used=self._pose_used(),

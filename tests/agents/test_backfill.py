@@ -138,7 +138,7 @@ def test_the_core_makes_looks_of_a_turn_without_a_pose_once_a_pose_fix_comes() -
     assert made == 7  # one look per 0.25 s at most: 0, 0.3, ..., 1.8 (2.0 is too soon after)
     # The map is what the same looks, at the headings the car turned through, give.
     expect = SearchMap(ROOM, STILL, CONFIG.nav.robot_radius)
-    gyro = core._gyro  # the rate the core integrated (less the gyro's learnt bias)
+    gyro = core.odometry.gyro  # the rate the core integrated (less the gyro's learnt bias)
     last = -math.inf
     cf = CONFIG.localizer.camera_forward
     for tf in frames:
@@ -158,7 +158,7 @@ def test_a_sighting_without_a_pose_starts_the_track_where_the_pose_places_it() -
     core, _ = turned_without_a_pose(1.0, 0.5, target_at=0.5)
     t = 1.0
     assert core.seeker.stats["sightings_backfilled"] == 1
-    gyro = core._gyro
+    gyro = core.odometry.gyro
     assert gyro is not None
     th = 0.5 - gyro * (t - 0.5)  # the heading it faced when it saw the target
     cf = CONFIG.localizer.camera_forward
