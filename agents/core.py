@@ -16,7 +16,7 @@ that become looks and detections once one comes (:mod:`agents.backfill`). It is
 deterministic: the same inputs at the same times give the same outputs bit
 for bit (no random numbers, no clock reads, ordered iteration only).
 
-Why one module of ~610 lines, over the ~500 of the rest: it is one state machine. Every
+Why one module of ~600 lines, over the ~500 of the rest: it is one state machine. Every
 input and every tick reads and changes the same state (grid, track, peers, pose), and the
 order of those changes is the behaviour; the fusion of a peer's cells and track (~150
 lines) changes the same grid and track as the own observations, and stays beside them.
@@ -560,8 +560,8 @@ class AgentCore:
             search=self.seeker.view(pose, self.localizer.t) if searching else None,
             estimate=self.odometry.reckoned,
             verify=self.vetting.to_verify(now) if self.config.use_reputation else None,
-            heading_std=self._heading_std(),
-            pose_used=self._pose_used(),
+            heading_std=self.odometry.heading_std(),
+            pose_used=self.odometry.pose_used(),
         )
         self._out.decision = decision
         self._emit(
@@ -575,18 +575,6 @@ class AgentCore:
                 **({} if decision.goal_heading is None else {"heading": decision.goal_heading}),
             },
         )
-
-    def _heading_std(self) -> float | None:
-        P = self.localizer.cov
-        return None if P is None else math.sqrt(max(float(P[2, 2]), 0.0))
-
-    def _pose_used(self) -> float | None:
-        """The share of the localizer's loss limits the pose's covariance has reached."""
-        P, lp = self.localizer.cov, self.config.localizer
-        if P is None:
-            return None
-        return max(float(P[0, 0] + P[1, 1]) / lp.max_position_trace,
-                   float(P[2, 2]) / lp.max_heading_var)
 
     def _periodic(self, now: float) -> None:
         self.sending.periodic(now, self.track)

@@ -4,11 +4,14 @@
 rate less the bias learnt while the car stands still (:mod:`agents.gyro_bias`) and that
 rate's error σ. It advances the localizer under them, and while there is no pose the
 relative dead reckoning of the frames seen meanwhile (:mod:`agents.backfill`) and the
-last pose, dead-reckoned: the navigator's estimate for a lost robot. Sans-IO and
-deterministic, like the core that owns it.
+last pose, dead-reckoned: the navigator's estimate for a lost robot. It also tells the
+navigator how uncertain the pose is (:meth:`Odometry.heading_std`,
+:meth:`Odometry.pose_used`). Sans-IO and deterministic, like the core that owns it.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -68,3 +71,16 @@ class Odometry:
                     np.array(self.reckoned), v, omega if self.gyro is None else self.gyro, dt
                 )
                 self.reckoned = (float(state[0]), float(state[1]), float(state[2]))
+
+    def heading_std(self) -> float | None:
+        """The pose's heading standard deviation, rad (None without a pose)."""
+        P = self.localizer.cov
+        return None if P is None else math.sqrt(max(float(P[2, 2]), 0.0))
+
+    def pose_used(self) -> float | None:
+        """The share of the localizer's loss limits the pose's covariance has reached."""
+        P, lp = self.localizer.cov, self.config.localizer
+        if P is None:
+            return None
+        return max(float(P[0, 0] + P[1, 1]) / lp.max_position_trace,
+                   float(P[2, 2]) / lp.max_heading_var)
