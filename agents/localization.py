@@ -56,23 +56,26 @@ apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
 time-aware entry point. The geometry (motion step, range-bearing model, the
 pose from tags alone) is :mod:`agents.pose_geometry`.
 
-Why one module of ~600 lines: it is one filter. Its rewind-and-replay of held
+Why one module of ~580 lines: it is one filter. Its rewind-and-replay of held
 inputs (and of ramped gyro rates), its gates, its rules for losing the pose and
 its local frame while turning act on one state, and read best side by side; the
-motion model and the settings live beside it.
+motion model, the settings and the result types (:class:`UpdateResult`,
+:class:`BatchResult`, in :mod:`agents.localization_results`, named from here too)
+live beside it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from agents.checks import require
 from agents.drive_model import DriveModel
+from agents.localization_results import BatchResult, UpdateResult
 from agents.localizer_params import LocalizerParams
 from agents.observations import Detection, ObservationBatch, PoseFix, TagSighting
 from agents.pose_geometry import (
@@ -106,32 +109,6 @@ INCONSISTENT_TAGS = "inconsistent_tags"
 TAGS_IN_FIX = "tags_in_fix"
 EMPTY = "empty"
 TURN_FRAME_EXPIRED = "turn_frame_expired"
-
-
-
-@dataclass(frozen=True)
-class UpdateResult:
-    """Outcome of one measurement update; ``reason`` is "" when accepted."""
-
-    accepted: bool
-    reason: str = OK
-    nis: float | None = None
-
-
-@dataclass(frozen=True)
-class BatchResult:
-    """What :meth:`PoseEKF.update_batch` did with one batch.
-
-    ``applied`` means the batch passed the time checks (``reason`` names the one
-    it failed otherwise); what each sighting did is in ``tag_results``.
-    """
-
-    applied: bool
-    reason: str = OK
-    initialized: bool = False
-    tag_results: tuple[tuple[int, UpdateResult], ...] = ()
-    pose_fix_result: UpdateResult | None = None
-    detection: Detection | None = field(default=None, compare=False)
 
 
 # --------------------------------------------------------------------------- filter
