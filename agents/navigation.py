@@ -11,8 +11,11 @@ decision rate (10 Hz): a desired (v, omega), the wheel duties the
   (:mod:`agents.relocation`).
 - **RELOCALIZE** (a pose whose covariance has used ``relocalize_at`` of the localizer's
   loss limits, until it is back under ``relocalized_at``): whatever it was doing, the
-  robot drives on the pose it still has, at the usual speed, to the nearest tag viewpoint
-  (as a lost robot would creep to, :mod:`agents.relocation`) and turns to face the tag.
+  robot drives on the pose it still has, at the usual speed, to a tag viewpoint (as a lost
+  robot would creep to, :mod:`agents.relocation`) and turns to face the tag: the one of
+  least detour on the way to its search goal, the nearest when it has none (a searcher
+  sent back to the nearest one each time drove back and forth between it and a goal
+  whose way lost its pose).
   Lost, it would only creep there at ``creep_speed``, after a full turn: in an 8 m room
   whose middle no tag reaches, pursuers lost their pose a third of the time (eight_robots)
   and spent up to 15 s finding it again.
@@ -415,8 +418,11 @@ class Navigator:
                           goal_heading=goal_heading)
 
     def _relocalizing(self, scene: _Scene, pose_used: float | None) -> bool:
-        """Whether to head for a tag now: from ``relocalize_at`` down to ``relocalized_at``
-        (the nearest tag viewpoint is chosen once, when it begins)."""
+        """Whether to head for a tag now: from ``relocalize_at`` down to ``relocalized_at``.
+
+        The tag viewpoint is chosen once, when it begins: the one of least detour on the way
+        to the search goal (distance there plus distance from there to the goal), the nearest
+        without a goal."""
         p = self.params
         tags = self.relocation.tags
         used = pose_used if pose_used is not None and math.isfinite(pose_used) else None
@@ -426,8 +432,14 @@ class Navigator:
         elif self._relocalize is None and used >= p.relocalize_at:
             x, y, _ = scene.pose
             points = self.relocation.viewpoints(scene.room)
-            self._relocalize = min(range(len(points)), key=lambda k: math.hypot(
-                points[k][0] - x, points[k][1] - y))
+            goal = self._goal
+
+            def cost(k: int) -> float:
+                d = math.hypot(points[k][0] - x, points[k][1] - y)
+                return d if goal is None else d + math.hypot(points[k][0] - goal[0],
+                                                             points[k][1] - goal[1])
+
+            self._relocalize = min(range(len(points)), key=cost)
         return self._relocalize is not None
 
     def _relocalize_at(self, now: float, scene: _Scene) -> NavDecision:

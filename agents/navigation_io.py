@@ -200,8 +200,9 @@ class NavParams:
     relocalize_at: float = 0.5
     """A robot whose pose has used this share of the localizer's loss limits (position
     trace over ``max_position_trace``, heading variance over ``max_heading_var``, the
-    larger) drives, with the pose it still has, to the nearest tag viewpoint and faces the
-    tag (RELOCALIZE), whatever it was doing; above 1: never (the pose is lost first)."""
+    larger) drives, with the pose it still has, to a tag viewpoint (the nearest, or the one
+    of least detour on the way to its search goal) and faces the tag (RELOCALIZE), whatever
+    it was doing; above 1: never (the pose is lost first)."""
     relocalized_at: float = 0.25
     """... until its pose is back under this share."""
 

@@ -1,16 +1,18 @@
 """NO_POSE with an estimate: a full turn on the spot first, then creep legs (never faster than
 ``creep_speed``, braked like any drive) to the nearest tag viewpoint, each followed by a
-full turn; without an estimate, only turns."""
+full turn; without an estimate, only turns. RELOCALIZE: a robot with a pose near its loss
+limits drives to a tag viewpoint at the usual speed."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from agents.config import AgentConfig
 from agents.core import AgentCore
-from agents.navigation import NavDecision, Navigator, NavMode, NavParams, TrackView
+from agents.navigation import NavDecision, Navigator, NavMode, NavParams, SearchView, TrackView
 from agents.room import Room
 from tests.agents.test_navigation import NOMINAL, World, step
 
@@ -289,3 +291,36 @@ def test_the_core_tells_the_navigator_how_much_of_its_pose_it_has_used() -> None
     core.tick(0.2)
     then = core.take_outputs().decision
     assert then is not None and then.mode is NavMode.RELOCALIZE
+
+
+def test_a_searcher_relocalizes_at_the_tag_viewpoint_on_its_way() -> None:
+    """A searcher past ``relocalize_at`` heads for the tag viewpoint of least detour on the way
+    to its search goal, not the nearest one behind it (sent back there each time, a robot
+    drove back and forth between it and a goal whose way lost its pose); it searches again
+    once its pose is back under ``relocalized_at``."""
+    nav = Navigator(params=PARAMS, tags=TAGS)
+    pose = (3.2, 2.6, math.pi / 2)
+    goal = (3.0, 5.0)  # north; the nearest tag, (3.75, 0), is on the south wall
+    x, y = np.array([goal[0]]), np.array([goal[1]])
+    search = SearchView(x, y, np.array([math.pi / 2]), np.array([0.5]),
+                        np.hypot(x - pose[0], y - pose[1]))
+
+    def decide(now: float, used: float | None) -> NavDecision:
+        return nav.decide(now, pose=pose, belief=WORLD.window(pose[0], pose[1]), track=None,
+                          others=(), room=ROOM, search=search, pose_used=used)
+
+    first = decide(100.0, 0.3)
+    assert first.mode is NavMode.SEARCH and first.goal == goal
+    points = nav.relocation.viewpoints(ROOM)
+
+    def dist(a: tuple[float, float], b: tuple[float, float]) -> float:
+        return math.hypot(a[0] - b[0], a[1] - b[1])
+
+    nearest = min(points, key=lambda v: dist(v, pose[:2]))
+    on_the_way = min(points, key=lambda v: dist(v, pose[:2]) + dist(v, goal))
+    assert nearest == pytest.approx(viewpoint((3.75, 0.0)))
+    assert on_the_way[1] > pose[1] > nearest[1]  # ahead, towards the goal
+    d = decide(100.1, 0.5)
+    assert d.mode is NavMode.RELOCALIZE and d.goal == on_the_way
+    assert decide(100.2, 0.3).goal == on_the_way  # chosen once, kept until back under
+    assert decide(100.3, 0.25).mode is NavMode.SEARCH
