@@ -34,7 +34,8 @@ from agents.belief.reputation import (
     ReputationTable,
     position_nis,
 )
-from agents.belief.track import PeerFusion, TrackFilter, UpdateReason, UpdateResult
+from agents.belief.track import TrackFilter
+from agents.belief.track_results import PeerFusion, UpdateReason, UpdateResult
 from agents.belief.views import View, ViewEvidence, ViewHistory
 
 __all__ = [

@@ -39,10 +39,11 @@ The estimator (Bar-Shalom, Li, Kirubarajan 2001, §11.6.6 and §11.7):
   fused into each mode by covariance intersection on the kinematic part; the
   turn rate and the cross-covariances follow by linear regression on it.
 
-Why one module of ~620 lines: it is one estimator. The rewind of a late detection,
+Why one module of ~600 lines: it is one estimator. The rewind of a late detection,
 the consider term, the limits and peer fusion all act on the same kept posteriors
 (:class:`_Posterior`, :class:`_Step`); the models, the IMM maths and the limits are
-their own modules.
+their own modules, and so are the results its updates return
+(:mod:`agents.belief.track_results`, named from here too).
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +75,7 @@ from agents.belief.models import (
     cv_transition,
 )
 from agents.belief.params import TrackParams
+from agents.belief.track_results import PeerFusion, UpdateReason, UpdateResult
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -84,35 +85,6 @@ _EYE4 = np.eye(4)
 _EYE4.flags.writeable = False
 _EYE5 = np.eye(STATE_DIM)
 _EYE5.flags.writeable = False
-
-
-class UpdateReason(StrEnum):
-    """Why a measurement was or was not used."""
-
-    INITIALISED = "initialised"
-    ACCEPTED = "accepted"
-    GATED = "gated"
-    REINITIALISED = "reinitialised"
-    STALE = "stale"
-    INVALID = "invalid"
-    NOT_INITIALISED = "not_initialised"
-
-
-@dataclass(frozen=True)
-class UpdateResult:
-    """What a measurement did; ``nis`` is NaN when no innovation was computed."""
-
-    accepted: bool
-    reason: UpdateReason
-    nis: float = math.nan
-
-
-@dataclass(frozen=True)
-class PeerFusion:
-    """Result of :meth:`TrackFilter.fuse_peer`: ω on the own state, or adoption of the peer's."""
-
-    w: float
-    adopted: bool
 
 
 def position_spread(P: npt.ArrayLike) -> FloatArray:
