@@ -7,6 +7,8 @@ only :class:`SwarmDecodeError`.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import hmac
 from collections.abc import Callable
 from typing import Any
@@ -62,9 +64,45 @@ def check_key(key: bytes) -> bytes:
     return key
 
 
+_SHA256_BLOCK = 64
+
+
+class MacKey:
+    """HMAC-SHA256 with the key's two padded blocks hashed once (RFC 2104).
+
+    ``tag`` copies the two hash states instead of absorbing ``key ^ ipad`` and
+    ``key ^ opad`` again per datagram: the same tag as ``hmac.digest`` in about
+    half the time for a full datagram. The states are never updated, only copied,
+    so one ``MacKey`` serves any number of threads.
+    """
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) > _SHA256_BLOCK:  # RFC 2104: a long key is hashed first
+            key = hashlib.sha256(key).digest()
+        block = key.ljust(_SHA256_BLOCK, b"\0")
+        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in block))
+        self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in block))
+
+    def tag(self, payload: bytes) -> bytes:
+        """The first 16 bytes of HMAC-SHA256(key, payload)."""
+        inner = self._inner.copy()
+        inner.update(payload)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()[:MAC_LEN]
+
+
+@functools.lru_cache(maxsize=16)
+def mac_key(key: bytes) -> MacKey:
+    """The :class:`MacKey` of a validated key (the same object for equal keys)."""
+    return MacKey(key)
+
+
 def mac(payload: bytes, key: bytes) -> bytes:
     """The 16-byte tag: the first 16 bytes of HMAC-SHA256(key, payload)."""
-    return hmac.digest(key, payload, "sha256")[:MAC_LEN]  # one-shot: OpenSSL, no hmac.HMAC
+    return mac_key(key if type(key) is bytes else bytes(memoryview(key))).tag(payload)
 
 
 def seal(payload: bytes, key: bytes) -> bytes:
@@ -176,10 +214,10 @@ def encode(message: Message, key: bytes, *, limit: int = DEFAULT_DATAGRAM_LIMIT)
     return payload + mac(payload, check_key(key))
 
 
-def encode_checked(message: Message, key: bytes, limit: int) -> bytes:
+def encode_checked(message: Message, key: MacKey, limit: int) -> bytes:
     """:func:`encode` for a key and limit already validated (the sender checks them once)."""
     payload = _sized_payload(message, limit)
-    return payload + mac(payload, key)
+    return payload + key.tag(payload)
 
 
 def _sized_payload(message: Message, limit: int) -> bytes:
@@ -426,12 +464,19 @@ def decode_datagram(
     Pure: the replay window is not consulted (``SwarmReceiver`` does that last).
     """
     check_datagram_limit(limit)
+    return decode_checked(
+        data, mac_key(key if type(key) is bytes else bytes(memoryview(key))), swarm_id, limit
+    )
+
+
+def decode_checked(data: bytes, key: MacKey, swarm_id: int, limit: int) -> Message:
+    """:func:`decode_datagram` for a limit already validated (the receiver checks it once)."""
     data = bytes(data)
     if len(data) < MAC_LEN + 1:
         raise SwarmDecodeError(RejectReason.TOO_SHORT, f"{len(data)} bytes")
     if len(data) > limit:
         raise SwarmDecodeError(RejectReason.TOO_LONG, f"{len(data)} > {limit} bytes")
     payload, tag = data[:-MAC_LEN], data[-MAC_LEN:]
-    if not hmac.compare_digest(mac(payload, key), tag):
+    if not hmac.compare_digest(key.tag(payload), tag):
         raise SwarmDecodeError(RejectReason.BAD_MAC)
     return decode_payload(payload, swarm_id, limit=limit)

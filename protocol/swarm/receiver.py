@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.errors import RejectCounters
-from protocol.swarm.codec import check_key, decode_datagram
+from protocol.swarm.codec import MacKey, check_key, decode_checked
 from protocol.swarm.errors import RejectReason, SwarmDecodeError
 from protocol.swarm.messages import (
     DEFAULT_DATAGRAM_LIMIT,
@@ -44,24 +44,29 @@ class SwarmReceiver:
         limit: int = DEFAULT_DATAGRAM_LIMIT,
         max_windows: int = DEFAULT_MAX_WINDOWS,
     ) -> None:
-        self._key = check_key(key)
+        self._key = MacKey(check_key(key))  # the HMAC key's padded blocks hashed once
         if isinstance(swarm_id, bool) or not isinstance(swarm_id, int):
             raise TypeError("swarm_id must be an int")
         if not 0 <= swarm_id <= U32_MAX:
             raise ValueError(f"swarm_id must be a u32, got {swarm_id}")
         self.swarm_id = swarm_id
-        self.limit = check_datagram_limit(limit)
+        self._limit = check_datagram_limit(limit)
         self.replay = ReplayGuard(max_windows)
         self.counters = RejectCounters()
         self.accepted = 0
         self.last_rejection: Rejection | None = None
+
+    @property
+    def limit(self) -> int:
+        """The datagram size limit (read-only: decoding trusts it, checked once)."""
+        return self._limit
 
     def decode(self, data: bytes) -> Message:
         """Every check, replay window last; raises :class:`SwarmDecodeError`.
 
         On success the datagram is recorded in its replay window.
         """
-        message = decode_datagram(data, self._key, self.swarm_id, limit=self.limit)
+        message = decode_checked(data, self._key, self.swarm_id, self._limit)
         self.replay.check(message.sender, message.epoch, message.seq)
         self.replay.accept(message.sender, message.epoch, message.seq)
         return message

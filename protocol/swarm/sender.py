@@ -8,7 +8,7 @@ import numpy.typing as npt
 
 from protocol.swarm.cells import Cells
 from protocol.swarm.chunking import patch_messages, snapshot_messages
-from protocol.swarm.codec import check_key, encode_checked
+from protocol.swarm.codec import MacKey, check_key, encode_checked
 from protocol.swarm.messages import (
     DEFAULT_DATAGRAM_LIMIT,
     U32_MAX,
@@ -54,7 +54,7 @@ class SwarmSender:
         limit: int = DEFAULT_DATAGRAM_LIMIT,
         first_seq: int = 0,
     ) -> None:
-        self._key = check_key(key)
+        self._key = MacKey(check_key(key))  # the HMAC key's padded blocks hashed once
         self.swarm_id, self.sender, self.epoch, first_seq, _ = validate_header(
             swarm_id, sender, epoch, first_seq, 0.0
         )

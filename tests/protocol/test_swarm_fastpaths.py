@@ -9,6 +9,7 @@ invalid inputs.
 
 from __future__ import annotations
 
+import hmac
 import math
 from typing import Any
 
@@ -357,3 +358,21 @@ def test_patch_messages_check_like_the_message_constructor(overrides: dict[str, 
     if isinstance(got, list):
         assert len(got) == len(chunks) > 1
         assert all(type(m.seq) is int and type(m.t_sent) is float for m in got)
+
+
+# --- the MAC: precomputed key blocks against hmac.digest -------------------------------------
+
+
+@pytest.mark.parametrize("key_len", [1, 16, 32, 63, 64, 65, 128, 1024])
+def test_mac_key_tags_like_hmac_digest_for_every_key_length(key_len: int) -> None:
+    key = bytes((7 * i + 3) % 256 for i in range(key_len))
+    mac = codec.MacKey(key)
+    for payload in (b"", b"\x00", bytes(range(256)) * 5, b"x" * 1184):
+        assert mac.tag(payload) == hmac.digest(key, payload, "sha256")[:16]
+        assert codec.mac(payload, key) == mac.tag(payload)
+
+
+@settings(max_examples=200, deadline=None)
+@given(key=st.binary(min_size=1, max_size=200), payload=st.binary(max_size=1500))
+def test_mac_key_tags_like_hmac_digest(key: bytes, payload: bytes) -> None:
+    assert codec.MacKey(key).tag(payload) == hmac.digest(key, payload, "sha256")[:16]
