@@ -21,12 +21,9 @@ INT16_MAX = 2**15 - 1
 
 _WIRE_WORD = np.dtype(">i2")
 _INT16 = np.dtype(np.int16)
+_INT32 = np.dtype(np.int32)
+_FLOAT16 = np.dtype(np.float16)
 _FLOAT64 = np.dtype(np.float64)
-
-
-def _readonly(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    a.flags.writeable = False
-    return a
 
 
 # The high byte of a big-endian binary16 holds the sign, the five exponent bits and the
@@ -55,7 +52,7 @@ def _check_cells(wire: bytes, words: npt.NDArray[np.int16]) -> None:
     if n > 1:
         # One 32-bit key per cell from its (ix, iy) words (any one-to-one key serves);
         # once sorted, a repeated cell is two equal neighbours.
-        keys = words[: 2 * n].reshape(2, n).T.copy().view(np.int32)  # shape (n, 1)
+        keys = words[: 2 * n].reshape(2, n).T.copy().view(_INT32)  # shape (n, 1)
         keys.sort(axis=0)
         if np.count_nonzero(keys[1:] == keys[:-1]):
             raise FieldError(RejectReason.INCONSISTENT, "a cell (ix, iy) appears twice")
@@ -126,7 +123,7 @@ def _convert_plain(
     words = np.empty(4 * n, np.int16)
     words[:n] = ix
     words[n : 2 * n] = iy
-    halves = words.view(np.float16)
+    halves = words.view(_FLOAT16)
     with np.errstate(over="ignore", invalid="ignore"):
         halves[2 * n : 3 * n] = mu
         halves[3 * n :] = var
@@ -174,8 +171,8 @@ class Cells:
     def _set_words(self, words: npt.NDArray[np.int16], wire: bytes) -> None:
         """Take over checked ``words`` (ix | iy | mu | var bits, native order) of bin ``wire``."""
         n = len(words) // 4
-        _readonly(words)  # first: the views below inherit it
-        halves = words.view(np.float16)
+        words.setflags(write=False)  # first: the views below inherit it
+        halves = words.view(_FLOAT16)
         self._set(words[:n], words[n : 2 * n], halves[2 * n : 3 * n], halves[3 * n :], wire)
 
     def _set(
@@ -249,7 +246,7 @@ class Cells:
             )
         wire = data if type(data) is bytes else bytes(data)
         # One byte swap for the whole bin; the four arrays are views of its words.
-        words = np.frombuffer(wire, _WIRE_WORD).astype(np.int16)
+        words = np.frombuffer(wire, _WIRE_WORD).astype(_INT16)
         _check_cells(wire, words)
         cells = object.__new__(cls)
         cells._set_words(words, wire)
@@ -331,4 +328,6 @@ def split_cells(cells: Cells, per_chunk: int) -> list[Cells]:
     """Cut ``cells`` into consecutive chunks of at most ``per_chunk`` cells (none if empty)."""
     if per_chunk < 1:
         raise ValueError(f"per_chunk must be >= 1, got {per_chunk}")
+    if len(cells) <= per_chunk:  # the usual case: one chunk (or none)
+        return [cells] if len(cells) else []
     return [cells.slice(i, i + per_chunk) for i in range(0, len(cells), per_chunk)]

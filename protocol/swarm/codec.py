@@ -355,12 +355,18 @@ def _check_types(env: Any) -> Kind:
 
 _WIRE_TYPES: dict[str, type] = {**_SCALAR_TYPES, "M": _MapPairs}
 _HEADER_TYPES = (int, int, int, str, int, int, float, list)
-# Per kind value: the exact Python type of each body field, and the array fields' lengths.
-_EXACT_BODY: dict[int, tuple[Kind, tuple[type, ...], tuple[tuple[int, int], ...]]] = {
+# Per kind value: the exact Python type of each body field, the array fields' lengths, and
+# where its bins and maps are.
+_Indices = tuple[int, ...]
+_EXACT_BODY: dict[
+    int, tuple[Kind, tuple[type, ...], tuple[tuple[int, int], ...], _Indices, _Indices]
+] = {
     int(kind): (
         kind,
         tuple(list if isinstance(spec, int) else _WIRE_TYPES[spec] for spec in specs),
         tuple((i, spec) for i, spec in enumerate(specs) if isinstance(spec, int)),
+        tuple(i for i, spec in enumerate(specs) if spec == "B"),
+        tuple(i for i, spec in enumerate(specs) if spec == "M"),
     )
     for kind, specs in _BODY_SPECS.items()
 }
@@ -381,19 +387,18 @@ def _well_typed_kind(env: Any) -> Kind | None:
     exact = _EXACT_BODY.get(env[1])
     if exact is None:
         return None
-    kind, body_types, arrays = exact
+    kind, body_types, arrays, bins, maps = exact
     body = env[7]
     if tuple(map(type, body)) != body_types:
         return None
     for i, n in arrays:
         if len(body[i]) != n or any(type(v) is not float for v in body[i]):
             return None
-    for value in body:
-        if type(value) is bytes and len(value) % BYTES_PER_CELL:
+    for i in bins:
+        if len(body[i]) % BYTES_PER_CELL:
             return None
-        if type(value) is _MapPairs and any(
-            type(k) is not str or type(v) is not int for k, v in value
-        ):
+    for i in maps:
+        if any(type(k) is not str or type(v) is not int for k, v in body[i]):
             return None
     return kind
 

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from protocol.swarm.cells import INT16_MAX, INT16_MIN, Cells
 from protocol.swarm.errors import FieldError, RejectReason
 from protocol.swarm.fields import (
+    MAX_TIME,
     SENDER_MAX_BYTES,
     binary32_field,
     covariance_field,
@@ -180,8 +181,12 @@ class Patch:
     cells: Cells
 
     def __post_init__(self) -> None:
-        _set(self, "cell_size_mm", _cell_size_mm(self.cell_size_mm))
-        _set(self, "t_ref", time_field("t_ref", self.t_ref))
+        c, t = self.cell_size_mm, self.t_ref
+        # the usual case first: an int and a float in range pass unchanged
+        if not (type(c) is int and 1 <= c <= U16_MAX):
+            _set(self, "cell_size_mm", _cell_size_mm(c))
+        if not (type(t) is float and 0.0 <= t < MAX_TIME):
+            _set(self, "t_ref", time_field("t_ref", t))
         _cells(self.cells)
 
     @property
@@ -416,6 +421,13 @@ def validate_header(
     swarm_id: object, sender: object, epoch: object, seq: object, t_sent: object
 ) -> tuple[int, str, int, int, float]:
     """Check the envelope fields in wire order; return them normalised."""
+    if (
+        type(swarm_id) is int and type(epoch) is int and type(seq) is int
+        and type(t_sent) is float and 0 <= swarm_id <= U32_MAX and 0 <= epoch <= U32_MAX
+        and 0 <= seq <= U32_MAX and 0.0 <= t_sent < MAX_TIME
+    ):  # the usual case: the numbers pass as they are, only the sender is left to check
+        sender = text_field("sender", sender, 1, SENDER_MAX_BYTES, is_name=True)
+        return swarm_id, sender, epoch, seq, t_sent
     return (
         int_field("swarm_id", swarm_id, 0, U32_MAX),
         text_field("sender", sender, 1, SENDER_MAX_BYTES, is_name=True),

@@ -25,6 +25,8 @@ from protocol.swarm.cells import _convert, _convert_plain, _plain, split_cells
 from protocol.swarm.chunking import patch_capacity, patch_messages
 from protocol.swarm.codec import decode_payload, pack, payload_of, seal, to_wire
 from protocol.swarm.errors import FieldError
+from protocol.swarm.fields import int_field, text_field, time_field
+from protocol.swarm.messages import U32_MAX, validate_header
 from tests.protocol.test_swarm_codec import bodies, name, u32
 from tests.protocol.test_swarm_fuzz import mutated_payloads, mutated_wires
 from tools.vectors.swarm import KEY, SWARM_ID, valid_messages
@@ -376,3 +378,77 @@ def test_mac_key_tags_like_hmac_digest_for_every_key_length(key_len: int) -> Non
 @given(key=st.binary(min_size=1, max_size=200), payload=st.binary(max_size=1500))
 def test_mac_key_tags_like_hmac_digest(key: bytes, payload: bytes) -> None:
     assert codec.MacKey(key).tag(payload) == hmac.digest(key, payload, "sha256")[:16]
+
+
+# --- header and PATCH fields: the in-range shortcut against the field checks -----------------
+
+numbers = st.sampled_from(
+    [0, 1, -1, 2**32 - 1, 2**32, 65535, 65536, True, False, np.int64(5), np.uint32(2**32 - 1),
+     0.0, -0.0, 1.5, 2.0**32, 2.0**32 - 1, -1e-300, math.nan, math.inf, -math.inf, "1", None]
+) | st.integers(-(2**33), 2**33) | st.floats(-1e10, 1e10) | st.floats(allow_nan=True)
+
+
+def field_outcome(check: Any) -> Any:
+    try:
+        return check()
+    except FieldError as e:
+        return str(e.reason), e.detail
+
+
+def assert_header_agrees(header: list[Any]) -> None:
+    swarm_id, sender, epoch, seq, t_sent = header
+
+    def general() -> tuple[Any, ...]:
+        return (
+            int_field("swarm_id", swarm_id, 0, U32_MAX),
+            text_field("sender", sender, 1, 32, is_name=True),
+            int_field("epoch", epoch, 0, U32_MAX),
+            int_field("seq", seq, 0, U32_MAX),
+            time_field("t_sent", t_sent),
+        )
+
+    got = field_outcome(lambda: validate_header(*header))
+    assert got == field_outcome(general)
+    if isinstance(got[1], str) and isinstance(got[0], int):
+        assert [type(v) for v in got] == [int, str, int, int, float]
+
+
+VALID_HEADER = [123456, "walnut", 2**32 - 1, 7, 1.5]
+EDGES = [-1, 0, 2**32 - 1, 2**32, True, np.int64(3), 1.0, -0.0, 2.0**32, math.nan, math.inf]
+
+
+@pytest.mark.parametrize("index", [0, 2, 3, 4])
+def test_validate_header_edges_agree_with_its_field_checks(index: int) -> None:
+    for value in EDGES:
+        header = list(VALID_HEADER)
+        header[index] = value
+        assert_header_agrees(header)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    replaced=st.dictionaries(st.sampled_from([0, 2, 3, 4]), numbers, max_size=2),
+    sender=st.sampled_from(["walnut", "", "a" * 33, "bad name", 7]) | st.just("walnut"),
+)
+def test_validate_header_agrees_with_its_field_checks(
+    replaced: dict[int, Any], sender: Any
+) -> None:
+    header = [*VALID_HEADER[:1], sender, *VALID_HEADER[2:]]  # valid but for what is replaced
+    for i, value in replaced.items():
+        header[i] = value
+    assert_header_agrees(header)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cell_size_mm=numbers, t_ref=numbers)
+def test_patch_fields_agree_with_their_field_checks(cell_size_mm: Any, t_ref: Any) -> None:
+    def fast() -> tuple[Any, Any]:
+        patch = Patch(cell_size_mm, t_ref, Cells.empty())
+        return patch.cell_size_mm, patch.t_ref
+
+    got = field_outcome(fast)
+    expected = field_outcome(
+        lambda: (int_field("cell_size_mm", cell_size_mm, 1, 65535), time_field("t_ref", t_ref)))
+    assert got == expected
+    if not isinstance(got[0], str):
+        assert (type(got[0]), type(got[1])) == (int, float)
