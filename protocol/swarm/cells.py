@@ -139,12 +139,15 @@ class Cells:
     from wire bytes with :meth:`from_bytes`.
     """
 
-    __slots__ = ("_bytes", "ix", "iy", "mu", "var")
+    # The arrays are read-only views of one buffer and the public names read-only
+    # properties: plain slots, set once where a Cells is made, cost far less to fill
+    # than a __setattr__ guard would.
+    __slots__ = ("_bytes", "_ix", "_iy", "_mu", "_var")
 
-    ix: npt.NDArray[np.int16]
-    iy: npt.NDArray[np.int16]
-    mu: npt.NDArray[np.float16]
-    var: npt.NDArray[np.float16]
+    _ix: npt.NDArray[np.int16]
+    _iy: npt.NDArray[np.int16]
+    _mu: npt.NDArray[np.float16]
+    _var: npt.NDArray[np.float16]
     _bytes: bytes | None
 
     def __init__(
@@ -168,29 +171,32 @@ class Cells:
         _check_cells(wire, words)
         self._set_words(words, wire)
 
+    @property
+    def ix(self) -> npt.NDArray[np.int16]:
+        return self._ix
+
+    @property
+    def iy(self) -> npt.NDArray[np.int16]:
+        return self._iy
+
+    @property
+    def mu(self) -> npt.NDArray[np.float16]:
+        return self._mu
+
+    @property
+    def var(self) -> npt.NDArray[np.float16]:
+        return self._var
+
     def _set_words(self, words: npt.NDArray[np.int16], wire: bytes) -> None:
         """Take over checked ``words`` (ix | iy | mu | var bits, native order) of bin ``wire``."""
         n = len(words) // 4
         words.setflags(write=False)  # first: the views below inherit it
         halves = words.view(_FLOAT16)
-        self._set(words[:n], words[n : 2 * n], halves[2 * n : 3 * n], halves[3 * n :], wire)
-
-    def _set(
-        self,
-        ix: npt.NDArray[np.int16],
-        iy: npt.NDArray[np.int16],
-        mu: npt.NDArray[np.float16],
-        var: npt.NDArray[np.float16],
-        wire: bytes | None,
-    ) -> None:
-        object.__setattr__(self, "ix", ix)
-        object.__setattr__(self, "iy", iy)
-        object.__setattr__(self, "mu", mu)
-        object.__setattr__(self, "var", var)
-        object.__setattr__(self, "_bytes", wire)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("Cells is immutable")
+        self._ix = words[:n]
+        self._iy = words[n : 2 * n]
+        self._mu = halves[2 * n : 3 * n]
+        self._var = halves[3 * n :]
+        self._bytes = wire
 
     @classmethod
     def empty(cls) -> Cells:
@@ -257,7 +263,7 @@ class Cells:
         if cached is None:
             words = _words_of(self.ix, self.iy, self.mu, self.var)
             cached = words.astype(_WIRE_WORD).tobytes()
-            object.__setattr__(self, "_bytes", cached)
+            self._bytes = cached
         return cached
 
     def slice(self, start: int, stop: int) -> Cells:
@@ -269,10 +275,11 @@ class Cells:
         if wire is not None:  # the part's bin: the same slice of each of the four arrays
             r = range(n)[start:stop]
             wire = b"".join(wire[2 * (k * n + r.start) : 2 * (k * n + r.stop)] for k in range(4))
-        part._set(
-            self.ix[start:stop], self.iy[start:stop], self.mu[start:stop], self.var[start:stop],
-            wire,
-        )
+        part._ix = self._ix[start:stop]
+        part._iy = self._iy[start:stop]
+        part._mu = self._mu[start:stop]
+        part._var = self._var[start:stop]
+        part._bytes = wire
         return part
 
     @classmethod
@@ -288,7 +295,7 @@ class Cells:
         )
 
     def __len__(self) -> int:
-        return len(self.ix)
+        return len(self._ix)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Cells):

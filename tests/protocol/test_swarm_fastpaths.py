@@ -452,3 +452,17 @@ def test_patch_fields_agree_with_their_field_checks(cell_size_mm: Any, t_ref: An
     assert got == expected
     if not isinstance(got[0], str):
         assert (type(got[0]), type(got[1])) == (int, float)
+
+
+def test_cells_stay_immutable() -> None:
+    cells = Cells.from_arrays(np.arange(3), np.zeros(3, int), np.zeros(3), np.ones(3))
+    for attr in ("ix", "iy", "mu", "var", "extra"):
+        with pytest.raises(AttributeError):
+            setattr(cells, attr, np.zeros(3))
+    for a in (cells.ix, cells.iy, cells.mu, cells.var):
+        with pytest.raises(ValueError):
+            a[0] = 1
+    part = cells.slice(1, 3)
+    assert not part.ix.flags.writeable and part.to_bytes() == Cells(
+        cells.ix[1:].copy(), cells.iy[1:].copy(), cells.mu[1:].copy(), cells.var[1:].copy()
+    ).to_bytes()
