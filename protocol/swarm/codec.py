@@ -7,7 +7,6 @@ only :class:`SwarmDecodeError`.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
 from collections.abc import Callable
@@ -94,15 +93,9 @@ class MacKey:
         return outer.digest()[:MAC_LEN]
 
 
-@functools.lru_cache(maxsize=16)
-def mac_key(key: bytes) -> MacKey:
-    """The :class:`MacKey` of a validated key (the same object for equal keys)."""
-    return MacKey(key)
-
-
 def mac(payload: bytes, key: bytes) -> bytes:
     """The 16-byte tag: the first 16 bytes of HMAC-SHA256(key, payload)."""
-    return mac_key(key if type(key) is bytes else bytes(memoryview(key))).tag(payload)
+    return hmac.digest(key, payload, "sha256")[:MAC_LEN]  # one-shot: OpenSSL, no hmac.HMAC
 
 
 def seal(payload: bytes, key: bytes) -> bytes:
@@ -469,19 +462,26 @@ def decode_datagram(
     Pure: the replay window is not consulted (``SwarmReceiver`` does that last).
     """
     check_datagram_limit(limit)
-    return decode_checked(
-        data, mac_key(key if type(key) is bytes else bytes(memoryview(key))), swarm_id, limit
-    )
+    payload, tag = _payload_and_tag(data, limit)
+    if not hmac.compare_digest(mac(payload, key), tag):
+        raise SwarmDecodeError(RejectReason.BAD_MAC)
+    return decode_payload(payload, swarm_id, limit=limit)
 
 
 def decode_checked(data: bytes, key: MacKey, swarm_id: int, limit: int) -> Message:
-    """:func:`decode_datagram` for a limit already validated (the receiver checks it once)."""
+    """:func:`decode_datagram` with a :class:`MacKey` and a limit already validated (the
+    receiver makes and checks them once)."""
+    payload, tag = _payload_and_tag(data, limit)
+    if not hmac.compare_digest(key.tag(payload), tag):
+        raise SwarmDecodeError(RejectReason.BAD_MAC)
+    return decode_payload(payload, swarm_id, limit=limit)
+
+
+def _payload_and_tag(data: bytes, limit: int) -> tuple[bytes, bytes]:
+    """Check 1 of SWARM.md (the size); the msgpack bytes and the MAC they end with."""
     data = bytes(data)
     if len(data) < MAC_LEN + 1:
         raise SwarmDecodeError(RejectReason.TOO_SHORT, f"{len(data)} bytes")
     if len(data) > limit:
         raise SwarmDecodeError(RejectReason.TOO_LONG, f"{len(data)} > {limit} bytes")
-    payload, tag = data[:-MAC_LEN], data[-MAC_LEN:]
-    if not hmac.compare_digest(key.tag(payload), tag):
-        raise SwarmDecodeError(RejectReason.BAD_MAC)
-    return decode_payload(payload, swarm_id, limit=limit)
+    return data[:-MAC_LEN], data[-MAC_LEN:]

@@ -374,6 +374,24 @@ def test_mac_key_tags_like_hmac_digest_for_every_key_length(key_len: int) -> Non
         assert codec.mac(payload, key) == mac.tag(payload)
 
 
+def test_the_receivers_decode_agrees_with_decode_datagram() -> None:
+    mac = codec.MacKey(KEY)
+    good = valid_messages()[0][2]
+    sealed = codec.encode(good, KEY)
+    for data in [
+        sealed, sealed[:-1] + bytes([sealed[-1] ^ 1]), sealed[:16], b"x" * 1201,
+        codec.seal(b"\x91\x01", KEY), codec.seal(payload_of(good) + b"\x00", KEY),
+    ]:
+        outcomes: list[Message | tuple[RejectReason, str]] = []
+        for decode in (lambda d: codec.decode_datagram(d, KEY, SWARM_ID),
+                       lambda d: codec.decode_checked(d, mac, SWARM_ID, 1200)):
+            try:
+                outcomes.append(decode(data))
+            except SwarmDecodeError as e:
+                outcomes.append((e.reject_reason, e.detail))
+        assert outcomes[0] == outcomes[1]
+
+
 @settings(max_examples=200, deadline=None)
 @given(key=st.binary(min_size=1, max_size=200), payload=st.binary(max_size=1500))
 def test_mac_key_tags_like_hmac_digest(key: bytes, payload: bytes) -> None:
