@@ -54,7 +54,7 @@ def _check_cells(wire: bytes, words: npt.NDArray[np.int16]) -> None:
         # once sorted, a repeated cell is two equal neighbours.
         keys = words[: 2 * n].reshape(2, n).T.copy().view(_INT32)  # shape (n, 1)
         keys.sort(axis=0)
-        if np.count_nonzero(keys[1:] == keys[:-1]):
+        if (keys[1:] == keys[:-1]).tobytes().count(1):  # bools are bytes 0 or 1
             raise FieldError(RejectReason.INCONSISTENT, "a cell (ix, iy) appears twice")
 
 
