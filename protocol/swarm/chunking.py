@@ -65,10 +65,8 @@ def patch_messages(
     """
     if not len(cells):
         return []
-    per_chunk = patch_capacity(
-        cell_size_mm=cell_size_mm, t_ref=t_ref, swarm_id=swarm_id, sender=sender, epoch=epoch,
-        t_sent=t_sent, limit=limit,
-    )
+    check_datagram_limit(limit)  # patch_capacity() without its keyword call
+    per_chunk = _patch_capacity(cell_size_mm, swarm_id, sender, epoch, limit)
     chunks = split_cells(cells, per_chunk)
     if first_seq + len(chunks) - 1 > U32_MAX:
         raise ValueError("the sequence numbers of this epoch are exhausted")

@@ -470,11 +470,12 @@ class Message:
         """
         _check_t_ref(body, header[4])
         message = object.__new__(cls)
-        swarm_id, sender, epoch, seq, t_sent = header
-        # the fields a frozen dataclass keeps in its __dict__, set in one go
-        vars(message).update(
-            swarm_id=swarm_id, sender=sender, epoch=epoch, seq=seq, t_sent=t_sent, body=body
+        # the fields a frozen dataclass keeps in its __dict__, set directly
+        fields = message.__dict__
+        fields["swarm_id"], fields["sender"], fields["epoch"], fields["seq"], fields["t_sent"] = (
+            header
         )
+        fields["body"] = body
         return message
 
     @property
