@@ -68,7 +68,7 @@ areas; they spread because the variance they share says where has been seen.
 Deterministic: no random numbers; the same sequence of inputs gives the same
 decisions bit for bit.
 
-Why ~580 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
+Why ~590 lines, over the ~500 of the rest: it is one policy (search, pursue, verify,
 relocalize, steer, brake) over one set of inputs and one goal. Its inputs, settings and
 output are :mod:`agents.navigation_io` (re-exported here); its parts with their own state
 are apart: the relocation of a lost robot and the tag viewpoints (:mod:`agents.relocation`),
