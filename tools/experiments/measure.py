@@ -133,12 +133,13 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
     import numpy as np
 
     from tools.replay.metrics import jsonable, nees_bounds, run_metrics
+    from tools.replay.metrics.track import NEES_DOF
 
     an = an if an is not None else analysis_of(run_dir, arena, configs)
     m = jsonable(run_metrics(an))
     per: dict[str, dict[str, Any]] = {}
     late_err: list[Any] = []
-    nees: dict[str, list[Any]] = {"nees4": [], "nees2": [], "peer_nees4": [], "peer_nees2": []}
+    nees: dict[str, list[Any]] = {key: [] for key in NEES_DOF}
     own: dict[str, list[Any]] = {"heading": [], "position": [], "nees1": [], "nees3": []}
     own_held: list[float] = []
     for name, ag in m["agents"].items():
@@ -152,7 +153,7 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
                 values = getattr(a.errors, key)
                 v = values[np.isfinite(values)]
                 parts.append(v)
-                lo, hi = nees_bounds(int(key[-1]))
+                lo, hi = nees_bounds(NEES_DOF[key])
                 tails[f"{key}_below"] = float(np.mean(v < lo)) if v.size else None
                 tails[f"{key}_above"] = float(np.mean(v > hi)) if v.size else None
         for key, values in a.pose.items():
@@ -198,7 +199,7 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
         out[key] = float(np.percentile(pooled, q)) if pooled.size else None
     for key, parts in nees.items():
         v = np.concatenate(parts) if parts else np.zeros(0)
-        lo, hi = nees_bounds(int(key[-1]))
+        lo, hi = nees_bounds(NEES_DOF[key])
         out[f"{key}_inside"] = float(np.mean((v >= lo) & (v <= hi))) if v.size else None
         out[f"{key}_mean"] = float(v.mean()) if v.size else None
     out.update(_own_pose(own, own_held))

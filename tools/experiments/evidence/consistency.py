@@ -12,7 +12,7 @@ from tools.experiments.evidence.plan import AS_FILE, NAIVE, Results
 from tools.experiments.evidence.report import Section
 from tools.experiments.evidence.stats import fp, ms, ok, paired_p, pooled, vals
 from tools.experiments.evidence.targets import NEES_INSIDE, NEES_MEAN
-from tools.replay.metrics import nees_bounds
+from tools.replay.metrics import fraction_inside, nees_bounds
 
 
 def section(results: Results) -> Section:
@@ -50,8 +50,8 @@ def section(results: Results) -> Section:
         cells = []
         for key, b in (("nees4", b4), ("nees2", b2), ("peer_nees4", b4)):
             v = pooled(runs, key, agents=honest)
-            cells.append(f"{np.mean((v >= b[0]) & (v <= b[1])):.1%} / {v.mean():.2f}"
-                         if v.size else "–")
+            share = fraction_inside(v, b)
+            cells.append("–" if share is None else f"{share:.1%} / {v.mean():.2f}")
         s.text.append(f"| {name} | " + " | ".join(cells) + " |")
     plt = pyplot()
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))

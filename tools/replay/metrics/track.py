@@ -238,6 +238,10 @@ def fraction_inside(values: FloatArray, bounds: tuple[float, float]) -> float | 
     return float(np.mean((v >= bounds[0]) & (v <= bounds[1])))
 
 
+NEES_DOF: dict[str, int] = {"nees4": 4, "nees2": 2, "peer_nees4": 4, "peer_nees2": 2}
+"""The NEES series of :class:`TrackErrors`, by name, and their degrees of freedom."""
+
+
 def _consistency(values: FloatArray, bounds: tuple[float, float]) -> dict[str, Any]:
     """A NEES series' mean, its bounds and the fraction of it inside them."""
     return {"mean": summary(values)["mean"], "bounds": bounds,
@@ -258,8 +262,8 @@ def error_summary(errors: TrackErrors, t_start: float, settle: float = SETTLE) -
         "uncertainty_after_settle_below_0_15": (
             float(np.mean(unc_late < 0.15)) if unc_late.size else None
         ),
-        **{key: _consistency(getattr(errors, key), nees_bounds(int(key[-1])))
-           for key in ("nees4", "nees2", "peer_nees4", "peer_nees2")},
+        **{key: _consistency(getattr(errors, key), nees_bounds(dof))
+           for key, dof in NEES_DOF.items()},
     }
 
 
