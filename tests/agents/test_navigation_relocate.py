@@ -14,7 +14,7 @@ from agents.config import AgentConfig
 from agents.core import AgentCore
 from agents.navigation import NavDecision, Navigator, NavMode, NavParams, SearchView, TrackView
 from agents.room import Room
-from tests.agents.test_navigation import NOMINAL, World, step
+from tests.agents.navworld import NOMINAL, World, step
 
 ROOM = Room(6.0, 6.0)
 # Tags every 1.5 m along the four walls (as a site's wall_tags would place them).

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from agents.navigation import NavDecision, Navigator, NavMode, NavParams, SearchView
-from tests.agents.test_navigation import EMPTY_ROOM, World, step
+from tests.agents.navworld import EMPTY_ROOM, World, step
 
 PARAMS = NavParams()
 
