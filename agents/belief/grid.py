@@ -9,6 +9,10 @@ runs SLIDE, PREDICT, DEPOSIT and DECAY in the design's order.
 Invariants kept by every method: ``var_min <= var <= var_max`` (so var is
 always in (0, var_max]) and ``mu`` finite. Received cells with a non-finite
 value or a non-positive variance are ignored, not guessed at.
+
+Why one module of ~510 lines: it is one class whose steps share the window's
+arrays and keep those invariants together; the maths of each step lives in
+its own module (lattice, deposit, fusion, occlusion).
 """
 
 from __future__ import annotations
