@@ -23,6 +23,7 @@ SUITES = {
     "perception": "tools.bench.perception",
     "lockstep": "tools.bench.lockstep",
     "replay": "tools.bench.replay",
+    "soak": "tools.bench.soak",
 }
 
 
