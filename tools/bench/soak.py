@@ -14,7 +14,8 @@ long-lived agent whose memory is the question. Measured:
   that grows with the run's length shows as a slope comparable to the state itself;
 - **SNAPSHOTs**: each agent's SNAPSHOT bursts per destination; the shortest gap between
   two to the same peer. Target (issue 13): at most one per peer per 5 s whatever the churn;
-- **bytes**: what each agent sent per second over the run (1 KB = 1000 B);
+- **bytes**: what each agent sent per second over its log (as the run's summary counts
+  them; 1 KB = 1000 B);
 - the harness's peak resident memory (the world, the three agents, the logs' writers).
 """
 
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from protocol.runlog import log_path, read_run_log
+from tools.summary import summarize
 
 AGENTS = ("walnut", "hazel", "pecan")
 KEPT = "pecan"  # never killed
@@ -94,20 +96,6 @@ def snapshot_gaps(run_dir: Path, name: str) -> tuple[int, float]:
     return sum(len(v) for v in bursts.values()), min(gaps, default=float("inf"))
 
 
-def sent_kbps(run_dir: Path, name: str) -> float:
-    """What ``name`` sent per second over its log's span, KB/s."""
-    first = last = None
-    total = 0
-    for event in read_run_log(log_path(run_dir, name)):
-        first = event["t"] if first is None else first
-        last = event["t"]
-        if event["event"] == "tx":
-            total += int(event.get("size", 0))
-    if first is None or last is None or last <= first:
-        return float("nan")
-    return total / 1000.0 / (last - first)
-
-
 def soak(duration: float, run_dir: Path) -> dict[str, Any]:
     """Run the soak into ``run_dir``; the state samples and the per-agent figures."""
     from tools.experiments.lockstep import Lockstep, run_scenario
@@ -125,7 +113,8 @@ def soak(duration: float, run_dir: Path) -> dict[str, Any]:
     run_scenario(load_scenario(source), run_dir, progress=sample, every=1.0)
     return {"samples": samples,
             "snapshots": {n: snapshot_gaps(run_dir, n) for n in AGENTS},
-            "kbps": {n: sent_kbps(run_dir, n) for n in AGENTS}}
+            "kbps": {a.name: a.bytes_per_second / 1000.0
+                     for a in summarize(run_dir, list(AGENTS)).agents}}
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
