@@ -109,6 +109,8 @@ def soak(duration: float, run_dir: Path) -> dict[str, Any]:
         if elapsed >= FIRST_SAMPLE and (elapsed - FIRST_SAMPLE) % SAMPLE_EVERY < 0.5:
             member = ls.agents[KEPT]
             samples.append((elapsed, *reachable(member.agent)))
+            print(f"# soak: {elapsed:.0f} of {duration:.0f} simulated s", file=sys.stderr,
+                  flush=True)
 
     run_scenario(load_scenario(source), run_dir, progress=sample, every=1.0)
     return {"samples": samples,
