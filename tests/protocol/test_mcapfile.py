@@ -1,4 +1,5 @@
-"""McapFile's background writer: the same bytes as in place, off the caller's thread."""
+"""McapFile: its background writer (the same bytes as in place, off the caller's thread), and
+the summary that indexes its chunks."""
 
 from __future__ import annotations
 
@@ -110,3 +111,33 @@ def _messages_in_chunks(path: Path) -> int:
     records, _ = split_records(path.read_bytes()[len(MAGIC):])
     inner = [split_records(chunk_data(body))[0] for op, body in records if op == Opcode.CHUNK]
     return sum(1 for chunk in inner for op, _ in chunk if op == Opcode.MESSAGE)
+
+
+def test_the_summary_indexes_every_chunk_also_after_a_reopen(tmp_path: Path) -> None:
+    """A reader that seeks by the summary's chunk indexes finds every message, in order, in
+    a log written, left without a summary (a killed process), reopened and finished."""
+    from mcap.reader import SeekingReader
+
+    path = tmp_path / "x.mcap"
+    first = McapFile(path, "x")
+    _fill(first)
+    first.close_chunk()
+    first._file.close()  # killed: no summary
+    second = McapFile(path, "x")
+    c = second.channel(ChannelSpec("/c", "msgpack", "", "", b""))
+    for k in range(20):
+        second.add(c, 4000 + k, bytes([k]))
+        if k % 8 == 7:
+            second.close_chunk()
+    second.finish()
+    with path.open("rb") as f:
+        reader = SeekingReader(f)
+        summary = reader.get_summary()
+        assert summary is not None and summary.statistics is not None
+        assert len(summary.chunk_indexes) == summary.statistics.chunk_count == 6
+        assert summary.statistics.message_count == 50 + 30 + 1 + 20
+        assert (summary.statistics.message_start_time,
+                summary.statistics.message_end_time) == (1000, 4019)
+        times = [m.log_time for _, _, m in reader.iter_messages()]
+    assert times == sorted(times) and len(times) == 101
+    assert times == [m[2] for m in iter_messages(path)]
