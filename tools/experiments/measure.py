@@ -132,7 +132,7 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
     """
     import numpy as np
 
-    from tools.replay.metrics import jsonable, nees_bounds, run_metrics
+    from tools.replay.metrics import fraction_inside, jsonable, nees_bounds, run_metrics
     from tools.replay.metrics.track import NEES_DOF
 
     an = an if an is not None else analysis_of(run_dir, arena, configs)
@@ -199,8 +199,7 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
         out[key] = float(np.percentile(pooled, q)) if pooled.size else None
     for key, parts in nees.items():
         v = np.concatenate(parts) if parts else np.zeros(0)
-        lo, hi = nees_bounds(NEES_DOF[key])
-        out[f"{key}_inside"] = float(np.mean((v >= lo) & (v <= hi))) if v.size else None
+        out[f"{key}_inside"] = fraction_inside(v, nees_bounds(NEES_DOF[key]))
         out[f"{key}_mean"] = float(v.mean()) if v.size else None
     out.update(_own_pose(own, own_held))
     if an.truth is not None:
