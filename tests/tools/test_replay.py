@@ -223,6 +223,21 @@ def test_errors_agree_with_the_truth_log_read_directly(lockstep_run) -> None:
     assert an.swarm["agreement_m"]["hazel-walnut"]["all"]["n"] > 0
 
 
+def test_the_matched_sensor_reference_is_judged_where_the_agent_holds_a_track(
+        lockstep_run) -> None:
+    run = load_run(lockstep_run[0])
+    assert not analyse(run, room_cells=ROOM).agents["walnut"].matched  # only when asked
+    an = analyse(run, room_cells=ROOM, matched=True)
+    for ag in an.agents.values():
+        ref = ag.matched["nees4"]
+        assert ref.shape == an.times.shape
+        assert np.isnan(ref[~ag.series.valid]).all()
+        assert np.isfinite(ref).sum() >= 0.5 * ag.series.valid.sum() > 0
+        m = ag.metrics["matched_sensor"]["nees4"]
+        assert m["mean"] == pytest.approx(float(np.nanmean(ref)))
+        assert 0.0 < m["fraction_inside"] <= 1.0
+
+
 # ---------------------------------------------------------------- re-runs
 
 

@@ -53,17 +53,19 @@ def analysis_of(run_dir: Path, arena: Arena,
     from tools.replay.metrics import analyse, room_cells_of
 
     room = room_cells_of(arena.room.size_x, arena.room.size_y, 0.1)
-    return analyse(load_run(run_dir), room_cells=room, configs=configs, arena=arena)
+    return analyse(load_run(run_dir), room_cells=room, configs=configs, arena=arena,
+                   matched=True)
 
 
 def series_of(an: Analysis) -> dict[str, Any]:
     """Per agent on the run's time base (run-relative seconds): the position error and the
     NEES (NaN where it holds no track; ``peer_nees4``: of the state predicted to the time
-    base as a peer predicts it), the uncertainty; the distance between each pair;
+    base as a peer predicts it; ``matched_nees4``: of its own filter fed a matched sensor,
+    :mod:`tools.replay.metrics.matched`), the uncertainty; the distance between each pair;
     the relative speed error at each detection."""
     out: dict[str, Any] = {"t": (an.times - an.t_start).round(3).tolist(), "err": {},
-                           "nees4": {}, "nees2": {}, "peer_nees4": {}, "unc": {}, "agree": {},
-                           "speed_rel": {}}
+                           "nees4": {}, "nees2": {}, "peer_nees4": {}, "matched_nees4": {},
+                           "unc": {}, "agree": {}, "speed_rel": {}}
     for name, ag in an.agents.items():
         out["speed_rel"][name] = [s.relative_error for s in ag.speeds]
         if ag.errors is not None:
@@ -71,6 +73,8 @@ def series_of(an: Analysis) -> dict[str, Any]:
             out["nees4"][name] = ag.errors.nees4.tolist()
             out["nees2"][name] = ag.errors.nees2.tolist()
             out["peer_nees4"][name] = ag.errors.peer_nees4.tolist()
+        if "nees4" in ag.matched:
+            out["matched_nees4"][name] = ag.matched["nees4"].tolist()
         out["unc"][name] = ag.series.uncertainty.tolist()
     for (a, b), d in an.agreement.items():
         out["agree"][f"{a}-{b}"] = d.tolist()
@@ -140,6 +144,7 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
     per: dict[str, dict[str, Any]] = {}
     late_err: list[Any] = []
     nees: dict[str, list[Any]] = {key: [] for key in NEES_DOF}
+    matched: list[Any] = []
     own: dict[str, list[Any]] = {"heading": [], "position": [], "nees1": [], "nees3": []}
     own_held: list[float] = []
     for name, ag in m["agents"].items():
@@ -156,6 +161,9 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
                 lo, hi = nees_bounds(NEES_DOF[key])
                 tails[f"{key}_below"] = float(np.mean(v < lo)) if v.size else None
                 tails[f"{key}_above"] = float(np.mean(v > hi)) if v.size else None
+        if "nees4" in a.matched:
+            v = a.matched["nees4"]
+            matched.append(v[np.isfinite(v)])
         for key, values in a.pose.items():
             own[key].append(values)
         if a.pose:
@@ -201,6 +209,9 @@ def trial_metrics(run_dir: Path, arena: Arena, an: Analysis | None = None,
         v = np.concatenate(parts) if parts else np.zeros(0)
         out[f"{key}_inside"] = fraction_inside(v, nees_bounds(NEES_DOF[key]))
         out[f"{key}_mean"] = float(v.mean()) if v.size else None
+    v = np.concatenate(matched) if matched else np.zeros(0)
+    out["matched_nees4_inside"] = fraction_inside(v, nees_bounds(4))
+    out["matched_nees4_mean"] = float(v.mean()) if v.size else None
     out.update(_own_pose(own, own_held))
     if an.truth is not None:
         out.update(_sightings([an.agents[name] for name in sorted(an.agents)]))

@@ -57,6 +57,7 @@ COLUMNS = (
     ("held", "track held", "{:.2f}"),
     ("nees4_inside", "NEES4 in 95 % bounds", "{:.2f}"),
     ("nees4_mean", "mean NEES4", "{:.2f}"),
+    ("matched_nees4_mean", "mean NEES4, own filter and a matched sensor", "{:.2f}"),
     ("nees2_inside", "NEES2 in 95 % bounds", "{:.2f}"),
     ("speed_within_10", "speed within 10 %", "{:.2f}"),
     ("first_detection_s", "1st detection (s)", "{:.1f}"),

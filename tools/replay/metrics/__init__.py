@@ -25,7 +25,8 @@ computed. An agent holds a track from the first one it logs until it drops it
 One module per metric family — :mod:`.truth`, :mod:`.track`, :mod:`.detections`,
 :mod:`.grid`, :mod:`.pose` (each agent's own pose), :mod:`.wire`, :mod:`.latency`,
 :mod:`.footprint` (what the cameras could see, from the truth and the arena),
-:mod:`.reputation` (when an agent distrusted a peer)
+:mod:`.reputation` (when an agent distrusted a peer), :mod:`.matched` (the agent's own
+filter fed a matched sensor: what its model alone allows)
 — on :mod:`.common`'s time base;
 :mod:`.analysis` is the one place that composes them into a run's numbers.
 This face hands their public names on.

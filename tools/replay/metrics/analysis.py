@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from agents.belief.constraints import FreeSpace
 from agents.belief.params import GridParams, TrackParams
 from agents.config import AgentConfig
 from agents.config import confident as track_confident
@@ -25,6 +26,7 @@ from tools.replay.metrics.detections import (
     detection_speeds,
     detection_summary,
     seen_ages,
+    sightings_of,
 )
 from tools.replay.metrics.grid import (
     COVERAGE_VAR,
@@ -36,6 +38,7 @@ from tools.replay.metrics.grid import (
     room_mean_var,
 )
 from tools.replay.metrics.latency import Latency, latency, latency_summary
+from tools.replay.metrics.matched import matched_nees, seed_of
 from tools.replay.metrics.pose import (
     PoseRow,
     localizer_errors,
@@ -45,11 +48,14 @@ from tools.replay.metrics.pose import (
 )
 from tools.replay.metrics.track import (
     CONFIDENT_SPREAD,
+    NEES_DOF,
     TrackErrors,
     TrackSamples,
     TrackSeries,
     agreement,
+    consistency,
     error_summary,
+    nees_bounds,
     outside_room,
     recorded_track,
     resample,
@@ -79,6 +85,7 @@ class AgentAnalysis:
     metrics: dict[str, Any] = field(default_factory=dict)
     config: AgentConfig | None = None  # the agent's own settings, when they could be known
     sightings: dict[str, FloatArray] = field(default_factory=dict)  # NIS, "live" / "placed"
+    matched: dict[str, FloatArray] = field(default_factory=dict)  # NEES4/2, matched sensor
 
 
 @dataclass
@@ -156,9 +163,11 @@ def analyse_agent(
     room_cells: tuple[int, int] | None,
     config: AgentConfig | None = None,
     config_source: str = "given",
+    matched: bool = False,
 ) -> AgentAnalysis:
     """One agent's numbers; its track predicted with its own model (``config``; the
-    defaults when None)."""
+    defaults when None). ``matched``: also the NEES of its own filter fed a matched sensor
+    (:mod:`.matched`; needs the truth and ``config``)."""
     t_start = run.t_start
     swarm_id = swarm_id_of(log)
     samples = recorded_track(log, swarm_id)
@@ -224,6 +233,13 @@ def analyse_agent(
         m["errors"] = error_summary(errors, t_start)
     if config is not None:
         m["estimates_outside_room"] = outside_room(samples, config.room.width, config.room.height)
+    reference: dict[str, FloatArray] = {}
+    if matched and config is not None and truth is not None:
+        space = FreeSpace.of_room(config.room, margin=config.track.target_radius)
+        reference = matched_nees(sightings_of(log), truth, times, series.valid,
+                                 params=config.track, space=space, seed=seed_of(log.name))
+        m["matched_sensor"] = {key: consistency(values, nees_bounds(NEES_DOF[key]))
+                               for key, values in reference.items()}
     if peak is not None:
         m["grid_peak_error_m"] = summary(peak)
     if pose is not None and truth is not None:
@@ -246,6 +262,7 @@ def analyse_agent(
         m,
         config,
         sightings,
+        reference,
     )
 
 
@@ -258,10 +275,12 @@ def analyse(
     progress: Progress | None = None,
     configs: Mapping[str, AgentConfig] | None = None,
     arena: Arena | None = None,
+    matched: bool = False,
 ) -> Analysis:
     """Every metric of the brief, per agent and between agents. Each agent's track is
     measured with its own settings: ``configs[name]`` when given (a scenario knows them),
-    else :func:`own_config` (``arena`` helps a log that does not record its settings)."""
+    else :func:`own_config` (``arena`` helps a log that does not record its settings).
+    ``matched``: also each agent's matched-sensor reference (:mod:`.matched`)."""
     truth = truth_of(run)
     t0, t1 = run.t_start, run.t_end
     times: FloatArray = t0 + STEP * np.arange(
@@ -284,6 +303,7 @@ def analyse(
             room_cells=room_cells,
             config=config,
             config_source=source,
+            matched=matched,
         )
         if progress is not None:
             progress(

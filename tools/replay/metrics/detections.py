@@ -62,27 +62,46 @@ def detection_speeds(
     return out
 
 
-def detection_nis_values(log: ProcessLog, truth: Truth) -> dict[str, FloatArray]:
-    """Each own detection against the truth at its capture time: ``dᵀ C⁻¹ d``, ``C`` the
-    covariance it was logged with (the camera's and the robot's own pose's; 2 dof, so a
-    consistent one has a mean of 2). ``live`` and ``placed`` (a frame seen before the pose
-    came, :mod:`agents.backfill`) apart."""
-    rows: list[tuple[float, float, float, list[list[float]], bool]] = []
+@dataclass(frozen=True)
+class Sighting:
+    """One own detection as logged: its capture time, place and covariance (2×2, m²)."""
+
+    t_det: float
+    x: float
+    y: float
+    cov: FloatArray
+    placed: bool  # seen before the robot had a pose, placed once it came
+
+
+def sightings_of(log: ProcessLog) -> list[Sighting]:
+    """Every detection event with a capture time, a place and a 2×2 covariance, in log order
+    (whatever the track made of it)."""
+    rows: list[Sighting] = []
     for d in log.events("detection"):
         t_det, x, y, cov_ = d.get("t_det"), d.get("x"), d.get("y"), d.get("cov")
         if (isinstance(t_det, int | float) and isinstance(x, int | float)
                 and isinstance(y, int | float) and isinstance(cov_, list) and len(cov_) == 2
                 and all(isinstance(r, list) and len(r) == 2
                         and all(isinstance(v, int | float) for v in r) for r in cov_)):
-            rows.append((float(t_det), float(x), float(y), cov_, "placed_at" in d))
+            rows.append(Sighting(float(t_det), float(x), float(y),
+                                 np.asarray(cov_, dtype=np.float64), "placed_at" in d))
         # else: not a detection this reader knows
+    return rows
+
+
+def detection_nis_values(log: ProcessLog, truth: Truth) -> dict[str, FloatArray]:
+    """Each own detection against the truth at its capture time: ``dᵀ C⁻¹ d``, ``C`` the
+    covariance it was logged with (the camera's and the robot's own pose's; 2 dof, so a
+    consistent one has a mean of 2). ``live`` and ``placed`` (a frame seen before the pose
+    came, :mod:`agents.backfill`) apart."""
+    rows = sightings_of(log)
     out: dict[str, list[float]] = {"live": [], "placed": []}
-    true = truth.target_at([r[0] for r in rows]) if rows else np.zeros((0, 4))
-    for (_, x, y, cov_, placed), (tx, ty, _, _) in zip(rows, true, strict=True):
-        off = np.array([x - tx, y - ty], dtype=np.float64)
-        cov = np.asarray(cov_, dtype=np.float64)
+    true = truth.target_at([r.t_det for r in rows]) if rows else np.zeros((0, 4))
+    for r, (tx, ty, _, _) in zip(rows, true, strict=True):
+        off = np.array([r.x - tx, r.y - ty], dtype=np.float64)
+        cov = r.cov
         if np.isfinite(off).all() and np.isfinite(cov).all() and np.linalg.det(cov) > 0.0:
-            out["placed" if placed else "live"].append(float(off @ np.linalg.solve(cov, off)))
+            out["placed" if r.placed else "live"].append(float(off @ np.linalg.solve(cov, off)))
     return {kind: np.array(v, dtype=np.float64) for kind, v in out.items()}
 
 

@@ -242,7 +242,7 @@ NEES_DOF: dict[str, int] = {"nees4": 4, "nees2": 2, "peer_nees4": 4, "peer_nees2
 """The NEES series of :class:`TrackErrors`, by name, and their degrees of freedom."""
 
 
-def _consistency(values: FloatArray, bounds: tuple[float, float]) -> dict[str, Any]:
+def consistency(values: FloatArray, bounds: tuple[float, float]) -> dict[str, Any]:
     """A NEES series' mean, its bounds and the fraction of it inside them."""
     return {"mean": summary(values)["mean"], "bounds": bounds,
             "fraction_inside": fraction_inside(values, bounds)}
@@ -262,7 +262,7 @@ def error_summary(errors: TrackErrors, t_start: float, settle: float = SETTLE) -
         "uncertainty_after_settle_below_0_15": (
             float(np.mean(unc_late < 0.15)) if unc_late.size else None
         ),
-        **{key: _consistency(getattr(errors, key), nees_bounds(dof))
+        **{key: consistency(getattr(errors, key), nees_bounds(dof))
            for key, dof in NEES_DOF.items()},
     }
 
