@@ -6,7 +6,6 @@ decisions, duties stay in range, inputs are validated; the standoff's default.""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -134,20 +133,6 @@ def test_goal_does_not_flicker_between_near_equal_cells() -> None:
         d = nav.decide(0.1 * k, pose=pose, belief=noisy, track=None, others=[], room=EMPTY_ROOM)
         goals.append(d.goal)
     assert len(set(goals)) == 1
-
-
-def decisions(
-    nav: Navigator,
-    world: World,
-    poses: Sequence[tuple[float, float, float]],
-    others: Sequence[tuple[float, float]],
-) -> list[NavDecision]:
-    return [
-        nav.decide(
-            0.1 * k, pose=p, belief=world.window(*p[:2]), track=None, others=others, room=BOX_ROOM
-        )
-        for k, p in enumerate(poses)
-    ]
 
 
 def test_other_robots_matter_only_within_the_repulsion_radius() -> None:
