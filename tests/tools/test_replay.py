@@ -346,7 +346,8 @@ def _args(*argv: str) -> argparse.Namespace:
 def test_command_writes_the_report(lockstep_run, tmp_path: Path, capsys) -> None:
     out = tmp_path / "report"
     rc = replay_main.main(
-        _args(str(lockstep_run[0]), "--out", str(out), "--arena", "two_cars", "--fusion", "naive")
+        _args(str(lockstep_run[0]), "--out", str(out), "--arena", "two_cars", "--fusion", "naive",
+              "--matched-sensor")
     )
     assert rc == 0
     printed = capsys.readouterr().out
@@ -360,6 +361,8 @@ def test_command_writes_the_report(lockstep_run, tmp_path: Path, capsys) -> None
     assert metrics["rerun"]["open_loop"] is True
     report = (out / "report.md").read_text()
     assert "Open loop" in report and "## Summary" in report
+    assert "own filter fed a matched sensor" in report
+    assert all(m["matched_sensor"]["nees4"]["mean"] > 0 for m in metrics["agents"].values())
     for name in ("uncertainty", "speed", "trajectories", "error", "rerun"):
         png = out / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

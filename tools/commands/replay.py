@@ -43,6 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(needed for a re-run; bounds the coverage to the room)",
     )
     parser.add_argument(
+        "--matched-sensor",
+        action="store_true",
+        help="also judge each agent's own track filter fed a perfectly matched sensor (the "
+        "truth plus noise of each detection's own covariance, no peers): the NEES its model "
+        "alone allows (needs the world's truth)",
+    )
+    parser.add_argument(
         "--coverage-var",
         type=float,
         default=COVERAGE_VAR,
@@ -111,7 +118,7 @@ def main(args: argparse.Namespace) -> int:
     if run.skipped:
         _say(f"skipped {run.skipped} damaged line(s) in all")
     an = analyse(run, cell_size=cell, coverage_var=args.coverage_var, room_cells=room,
-                 progress=_say)  # fmt: skip
+                 progress=_say, matched=args.matched_sensor)  # fmt: skip
     reruns = None
     rerun_summary = None
     if sets:

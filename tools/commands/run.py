@@ -93,11 +93,9 @@ def finish(run_dir: Path, names: Sequence[str], report: bool) -> None:
     if report:
         from tools.commands import replay as replay_main
 
-        ns = argparse.Namespace(
-            run_dir=run_dir, out=None, fusion=None, sets=[], arena=None,
-            coverage_var=replay_main.COVERAGE_VAR,
-        )  # fmt: skip
-        replay_main.main(ns)
+        parser = argparse.ArgumentParser()  # the replay command's own defaults
+        replay_main.add_arguments(parser)
+        replay_main.main(parser.parse_args(["--", str(run_dir)]))
     print(summarize(run_dir, list(names)).table(), flush=True)
 
 

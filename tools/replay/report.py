@@ -159,6 +159,15 @@ def _agent_rows(agents: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
                 f"{pct(_get(m, 'errors.peer_nees4.fraction_inside'))}"
             ),
         ),
+        *(
+            [row(
+                "NEES 4-state of its own filter fed a matched sensor: mean / inside",
+                lambda m: (
+                    f"{fmt(_get(m, 'matched_sensor.nees4.mean'))} / "
+                    f"{pct(_get(m, 'matched_sensor.nees4.fraction_inside'))}"
+                ),
+            )] if any(_get(m, "matched_sensor") for m in agents.values()) else []
+        ),
         row(
             "grid mean var: median / last",
             lambda m: _pair(m, "grid_mean_var.median", "grid_mean_var_last"),
