@@ -54,8 +54,8 @@ def section(results: Results) -> Section:
         "about 2 for any process noise (a constant-velocity filter on a straight line: "
         "2.08-2.16 for q from 0.005 to 5 m²/s³, 88-89 % inside the bounds; "
         "`tests/tools/test_matched_sensor.py`). No q that still follows a manoeuvre meets "
-        "the targets on noiseless motion; the scenes whose targets turn sharply come "
-        "nearest. Where the agent's NEES is near this reference its miss is the "
+        "the targets on noiseless motion. Where the agent's NEES is near this reference its "
+        "miss is the "
         "model's; where it is lower, its sightings' covariance (the NIS below) or the "
         "fusion of peers made it more cautious still.",
         "",
