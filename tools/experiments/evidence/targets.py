@@ -29,7 +29,7 @@ from tools.experiments.evidence.stats import (
     pooled,
     recovery,
 )
-from tools.replay.metrics import nees_bounds
+from tools.replay.metrics import fraction_inside, nees_bounds
 
 ERR_MEDIAN, ERR_P95 = 0.15, 0.6  # m, after 20 s
 HELD = 0.9
@@ -254,10 +254,10 @@ def evaluate(res: Results) -> list[Target]:
     inside, means, ref_inside, ref_means = {}, {}, {}, {}
     for s in every:
         v = pooled(res.runs(s), "nees4", agents=res.honest(s))
-        inside[s] = float(np.mean((v >= b4[0]) & (v <= b4[1]))) if v.size else None
+        inside[s] = fraction_inside(v, b4)
         means[s] = float(v.mean()) if v.size else None
         v = pooled(res.runs(s), "matched_nees4", agents=res.honest(s))
-        ref_inside[s] = float(np.mean((v >= b4[0]) & (v <= b4[1]))) if v.size else None
+        ref_inside[s] = fraction_inside(v, b4)
         ref_means[s] = float(v.mean()) if v.size else None
     values, worst, met = _per_scene(res, every, inside.get, lambda v: v >= NEES_INSIDE,
                                     lambda v: -v)
