@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agents.belief import FusionRule, GridParams, ReputationParams, TrackParams
+from agents.belief.constraints import FreeSpace
 from agents.belief.deposit import CAMERA_FOV, CAMERA_RANGE, inscribed_distance
 from agents.belief.search import SearchParams
 from agents.drive_model import DriveModel
@@ -160,6 +161,12 @@ class AgentConfig:
         if self.track_confident_spread is not None:
             return self.track_confident_spread
         return default_confident_spread(self.sensing)
+
+    @property
+    def target_space(self) -> FreeSpace:
+        """Where the target's centre can be (the track's limits): the room and its obstacles
+        for a target of half-width ``track.target_radius``."""
+        return FreeSpace.of_room(self.room, margin=self.track.target_radius)
 
     @property
     def peer_limits(self) -> PeerLimits:

@@ -41,7 +41,6 @@ import numpy as np
 from agents.backfill import Backfill
 from agents.belief import Detection as GridDetection
 from agents.belief import Footprint, FusionRule, PheromoneGrid, ReputationTable, TrackFilter
-from agents.belief.constraints import FreeSpace
 from agents.belief.search import CameraLook
 from agents.belief_record import belief_digest, belief_record
 from agents.config import FUSION_NONE, AgentConfig, confident
@@ -85,7 +84,7 @@ class AgentCore:
         self.config = config
         c = config
         self.grid = PheromoneGrid(c.grid, x=c.room.width / 2, y=c.room.height / 2)
-        self.space = FreeSpace.of_room(c.room, margin=c.track.target_radius)
+        self.space = c.target_space
         self.track = TrackFilter(c.track, self.space)
         self.reputation = ReputationTable(c.reputation)
         self.localizer = PoseEKF(c.landmarks, drive=c.drive, params=c.localizer, t0=t0)

@@ -1,7 +1,7 @@
 """``stigmesh bench soak``: a long run with peers coming and going, and what it leaves behind.
 
 Three agents in lockstep (the ``three_cars`` arena) for 20 minutes (5 with ``--quick``),
-every agent losing 30 % of what it receives in bursts (as scenarios/burst_loss.toml), and
+every agent losing 30 % of what it receives in bursts (scenarios/burst_loss.toml's faults), and
 every :data:`KILL_EVERY` seconds walnut or hazel (in turn) killed for :data:`KILL_FOR`
 seconds and restarted as a new process (a new epoch). pecan is never killed: it is the
 long-lived agent whose memory is the question. Measured:
@@ -44,9 +44,20 @@ FIRST_KILL = 20.0
 FIRST_SAMPLE = 100.0  # s: pecan has met both peers and seen each restart once
 SAMPLE_EVERY = 50.0
 SNAPSHOT_GAP = 5.0  # s: the target's shortest gap between SNAPSHOTs to one peer
-BURST = "burst=0.05357142857142857,0.125"  # 30 % stationary loss, mean burst of 8
+LOSS_SCENE = "burst_loss.toml"  # its inbound faults: 30 % stationary loss, mean burst of 8
 _OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
            types.MethodType)
+
+
+def burst_faults() -> str:
+    """The inbound faults of scenarios/burst_loss.toml, as text (its one faults action)."""
+    from agents.faults import format_faults
+    from tools.experiments.scenario import ActionKind
+    from tools.experiments.scenario_file import SCENARIO_DIR, load_scenario
+
+    (spec,) = [a.faults for a in load_scenario(SCENARIO_DIR / LOSS_SCENE).schedule
+               if a.kind is ActionKind.FAULTS and a.faults is not None]
+    return format_faults(spec)
 
 
 def scenario_text(duration: float) -> str:
@@ -54,7 +65,8 @@ def scenario_text(duration: float) -> str:
     lines = [
         f'name = "soak{duration:.0f}"', 'arena = "three_cars"', f"duration = {duration:.1f}",
         "seed = 1", f"agents = {list(AGENTS)!r}".replace("'", '"'), "",
-        "[[schedule]]", "at = 0.0", 'agent = "*"', 'direction = "in"', f'faults = "{BURST}"',
+        "[[schedule]]", "at = 0.0", 'agent = "*"', 'direction = "in"',
+        f'faults = "{burst_faults()}"',
     ]
     t, k = FIRST_KILL, 0
     while t + KILL_FOR < duration - 1.0:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from agents.belief.constraints import FreeSpace
 from agents.belief.params import GridParams, TrackParams
 from agents.config import AgentConfig
 from agents.config import confident as track_confident
@@ -235,9 +234,9 @@ def analyse_agent(
         m["estimates_outside_room"] = outside_room(samples, config.room.width, config.room.height)
     reference: dict[str, FloatArray] = {}
     if matched and config is not None and truth is not None:
-        space = FreeSpace.of_room(config.room, margin=config.track.target_radius)
         reference = matched_nees(sightings_of(log), truth, times, series.valid,
-                                 params=config.track, space=space, seed=seed_of(log.name))
+                                 params=config.track, space=config.target_space,
+                                 seed=seed_of(log.name))
         m["matched_sensor"] = {key: consistency(values, nees_bounds(NEES_DOF[key]))
                                for key, values in reference.items()}
     if peak is not None:
