@@ -15,7 +15,13 @@ one is integrated again with the rate ramped between the two (first-order
 hold), back to the last update at most. The rate's wander about that line is
 heading noise: q·Δ³/12 per interval between samples Δ apart (a Brownian
 bridge's integral), q·a³/3 for a sample held for age a; q, the wander's
-spectral density, is estimated from consecutive samples (E[(Δω)²]/Δ = q).
+spectral density, is estimated from consecutive samples (E[(Δω)²]/Δ = q). The
+same holds for a rate that jumps (a command changing it) at a uniformly random time
+within the interval, as on a real car whose commands and telemetry run on two clocks;
+jumps at one fixed phase s of the interval leave 12·(1/2 - s/Δ)² of the claimed
+variance (tests/agents/test_localization.py). In lockstep, where a car's commands follow
+its telemetry, the simulated cars' jumps fall mid-interval more often than uniformly, and
+the filter claims 1.9-2.8x the ramp's actual error² per interval (measured, see the test).
 What the samples cannot see (a rotation between two samples that alias it,
 a collision) stays unmodelled.
 
