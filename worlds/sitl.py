@@ -282,6 +282,7 @@ class Boot:
     drift: float = 0.0  # crystal error: its uptime runs (1 + drift) fast
     randoms: tuple[int, ...] = ()  # esp_random()'s first values: the boot nonce, the token
     reset_reason: int = RESET_POWERON
+    imu: bool = False  # an MPU-6050 on its I2C bus, reading the world's gyro (the kit: none)
 
 
 def command(binary: Path, boot: Boot, world_fd: int) -> list[str]:
@@ -290,6 +291,7 @@ def command(binary: Path, boot: Boot, world_fd: int) -> list[str]:
         str(binary), "--address", boot.address, "--robot-id", str(boot.robot_id),
         "--world-fd", str(world_fd), "--boot-time", repr(boot.boot_time),
         "--drift", repr(boot.drift), "--reset-reason", str(boot.reset_reason),
+        "--imu", "1" if boot.imu else "0",
     ]  # fmt: skip
     for value in boot.randoms:
         args += ["--random", str(value)]

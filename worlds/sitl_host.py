@@ -6,7 +6,9 @@ core calls are logged as the model's would be, both at the car's own time of
 them (at once when the world's timeline has passed it); its frame requests
 are answered with renders of the car's camera (by the render worker, off the
 loop: :mod:`worlds.render_host`), and every ``SENSOR_PERIOD`` it
-gets the car's gyro reading and synthetic observation. A reboot kills the process
+gets the car's gyro reading and synthetic observation (the gyro reaches the sketch
+through an MPU-6050 on its I2C bus, as on a real car with one: ``--imu 1`` for a car
+whose ``car_model.gyro`` is true). A reboot kills the process
 (the power is cut) and starts a new one at the new boot time; a process that
 dies by itself (a panic, a crash) is a reset: the wheels keep their duties
 until the new boot's setup() switches them off. Every process is stopped with
@@ -157,7 +159,7 @@ class SitlHost:
             return
         boot = Boot(
             vcar.spec.address, car.id, vcar.boot_time, vcar.drift,
-            (fw.boot_nonce, fw.token), car.reset_reason,
+            (fw.boot_nonce, fw.token), car.reset_reason, imu=vcar.gyro is not None,
         )  # fmt: skip
         car.reset_reason = RESET_POWERON
         car.bound, car.bind_error, car.frames = set(), None, 0

@@ -4,7 +4,9 @@
 loopback address, like ``ModelCar`` serves the Python model, and plays the
 world's end of its link on a thread: every frame request gets one still JPEG,
 the PCA9685 outputs become a wheel log, the trace keeps a mirror of the
-firmware state. No physics, no sensors (``gyro_z`` is null).
+firmware state. No physics; the board's sensor inputs only as a test sends them
+(:meth:`SitlCar.sensors`), its gyro read through an MPU-6050 on the I2C bus when the
+car has one (``imu=True``; else ``gyro_z`` is null).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from worlds.sitl import (
     Trace,
     decode,
     encode_frame,
+    encode_sensors,
     spawn,
     wheel_duties,
 )
@@ -63,10 +66,12 @@ class SitlCar:
     """One SITL car on a bench; a context manager that always stops the process."""
 
     def __init__(
-        self, address: str, robot_id: int = 1, nonce: int = 0xB0071D00, token: int = 77
+        self, address: str, robot_id: int = 1, nonce: int = 0xB0071D00, token: int = 77,
+        *, imu: bool = False,
     ) -> None:
         self.address = address
-        self.boot = Boot(address, robot_id, time.monotonic() - 42.0, 0.0, (nonce, token))
+        self.boot = Boot(address, robot_id, time.monotonic() - 42.0, 0.0, (nonce, token),
+                         imu=imu)
         self.firmware = SitlFirmware(robot_id, nonce, token)
         self.wheel_log: list[tuple[float, tuple[float, float]]] = []
         self.serial: list[str] = []
@@ -101,6 +106,10 @@ class SitlCar:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait(5.0)
+
+    def sensors(self, gyro_z: float | None) -> None:
+        """The board's sensor inputs, as the world sends them: the gyro's reading."""
+        self._sock.send(encode_sensors(gyro_z, None))
 
     def wait_for(
         self, predicate: Callable[[SitlFirmware], bool], timeout: float, what: str = "the car"

@@ -1,7 +1,8 @@
 // car_board.h - what the board adds to the portable core: the robot id and
 // the telemetry inputs beyond the car state. car_board.cpp is the FNK0053's
-// (the id from car_config.h, no gyro, nothing extra); the SITL build
-// (firmware/sitl) links its own, fed by the simulated world.
+// (the id from car_config.h, the gyro of an added MPU-6050 if there is one,
+// nothing extra); the SITL build (firmware/sitl) links its own, fed by the
+// simulated world (its gyro through the same MPU-6050 driver, imu_gyro.cpp).
 #pragma once
 
 #include <stddef.h>

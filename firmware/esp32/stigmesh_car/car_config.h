@@ -128,6 +128,20 @@
 #define CAM_MAX_FPS 12
 #define CAM_HEALTH_WINDOW_MS 1000  // camera_ok: a frame within this window
 
+// ---- gyro: an MPU-6050 added on the same I2C bus (optional) ------------------
+// The kit has no gyro. A GY-521 breakout on SDA 13 / SCL 14 (VCC 3.3 V, GND,
+// AD0 to GND: address 0x68; to 3.3 V: 0x69), flat on the chassis, chip side
+// up, gives the telemetry its gyro_z (firmware/README.md, "A gyro"). setup()
+// looks for it; without one the car runs as before (gyro_z null). The safety
+// task reads it on ticks that write no motor registers: 0.5 ms at 100 kHz.
+#ifndef IMU_ENABLED
+#define IMU_ENABLED 1
+#endif
+#define IMU_I2C_ADDR 0x68
+#define IMU_YAW_SIGN 1           // -1 if the chip is mounted upside down
+#define IMU_MAX_AGE_US 50000     // telemetry carries a sample at most this old
+#define IMU_MAX_FAILURES 10      // failed reads in a row before the chip is given up
+
 // ---- what the numbers above must satisfy (checked by `make -C firmware test`) ----
 static_assert(I2C_CLOCK_HZ <= 100000, "the PCF8574 line sensor on the bus is a 100 kHz device");
 static_assert(I2C_TIMEOUT_MS * 1000L >= 3 * MOTOR_BURST_US,
@@ -136,3 +150,7 @@ static_assert(I2C_TIMEOUT_MS <= 2 * SAFETY_TICK_MS, "a stuck bus stalls the safe
 static_assert(MOTOR_MIN_START_COUNT > 0 && MOTOR_MIN_START_COUNT <= 4095, "a 12-bit count");
 static_assert(SAFETY_WDT_TIMEOUT_MS >= 20 * SAFETY_TICK_MS,
               "the task watchdog must not fire on a few late ticks");
+static_assert(IMU_I2C_ADDR == 0x68 || IMU_I2C_ADDR == 0x69, "an MPU-6050 answers at 0x68 or 0x69");
+static_assert(IMU_YAW_SIGN == 1 || IMU_YAW_SIGN == -1, "the gyro's sign is +1 or -1");
+static_assert(IMU_MAX_FAILURES * I2C_TIMEOUT_MS <= SAFETY_WDT_TIMEOUT_MS / 2,
+              "a failing gyro stalls the safety task far less than its watchdog");

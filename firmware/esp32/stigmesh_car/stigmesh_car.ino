@@ -37,6 +37,7 @@
 #include "car_board.h"
 #include "car_config.h"
 #include "car_link.h"
+#include "imu_gyro.h"
 #include "mz01_core.h"
 #include "pca9685_motors.h"
 
@@ -73,7 +74,9 @@ bool task_watchdog_init()
 
 // The only task on core 1. Every 5 ms: health in, core tick, wheels out.
 // The motor registers are written at once when the duties change (a STOP or
-// the watchdog zeroes the wheels within one tick) and refreshed at 50 Hz.
+// the watchdog zeroes the wheels within one tick) and refreshed at 50 Hz; on
+// the other ticks the gyro, if there is one, is read (one I2C transaction a
+// tick at most, the wheels' first).
 // It checks in with the task watchdog every tick; without a watchdog set to
 // panic on it, it reports the motors unhealthy, so the car refuses ARM.
 void safety_task(void *)
@@ -103,6 +106,8 @@ void safety_task(void *)
                 applied_left = left;
                 applied_right = right;
             }
+        } else {
+            imu_poll(car_uptime_us());  // the bus is free this tick (a no-op without a gyro)
         }
     }
 }
@@ -146,6 +151,7 @@ void setup()
     Serial.printf("reset reason %d, outputs off: %s\n", (int)esp_reset_reason(),
                   off ? "yes" : "NO ACK");
     s_motor_ok_at_boot = off && motors_begin();
+    const bool gyro = imu_begin();  // on the bus the PCA9685 started; the kit has none
     const bool camera_ok = camera_begin();
 
     WiFi.mode(WIFI_STA);
@@ -170,9 +176,9 @@ void setup()
         halt("fatal: cannot create the safety task");
     }
 
-    Serial.printf("stigmesh car id %u boot %08lx motor_ok %d camera_ok %d\n",
+    Serial.printf("stigmesh car id %u boot %08lx motor_ok %d camera_ok %d gyro %d\n",
                   (unsigned)car_robot_id(), (unsigned long)boot_nonce, s_motor_ok_at_boot,
-                  camera_ok);
+                  camera_ok, gyro);
     while (WiFi.status() != WL_CONNECTED) {
         delay(250);
     }

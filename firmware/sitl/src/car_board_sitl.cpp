@@ -1,9 +1,13 @@
 // car_board_sitl.cpp - the SITL car's board inputs (car_board.h), in place of
-// the sketch's car_board.cpp: the robot id from the command line, the gyro
-// and the `sim` telemetry member from the world's latest 'S' message.
+// the sketch's car_board.cpp: the robot id from the command line, the `sim`
+// telemetry member from the world's latest 'S' message, and the gyro as the
+// real board reads it: through the sketch's MPU-6050 driver (imu_gyro.cpp),
+// from the chip model on the simulated bus (i2c_bus.cpp; --imu 1).
 #include <string.h>
 
 #include "car_board.h"
+#include "car_link.h"
+#include "imu_gyro.h"
 #include "sitl.h"
 
 uint8_t car_robot_id()
@@ -13,11 +17,7 @@ uint8_t car_robot_id()
 
 bool car_gyro_z(float *rad_s)
 {
-    const sitl::Sensors s = sitl::sensors();
-    if (s.has_gyro) {
-        *rad_s = s.gyro_z;
-    }
-    return s.has_gyro;
+    return imu_gyro_z(car_uptime_us(), rad_s);
 }
 
 int car_telemetry_extra(char *buf, size_t cap)

@@ -1,15 +1,20 @@
-// i2c_bus.cpp - the FNK0053's I2C bus for the SITL car: Wire's write
-// transactions, timed as on the wire, to a register model of the PCA9685 at
-// 0x5F (NXP datasheet: MODE1/MODE2, LEDn_ON/OFF with the full-on and
-// full-off bits, ALL_LED, PRE_SCALE writable only asleep, auto-increment).
-// Whenever the chip's 16 outputs change they go to the world as on-counts
+// i2c_bus.cpp - the FNK0053's I2C bus for the SITL car: Wire's transactions,
+// timed as on the wire, to register models of the PCA9685 at 0x5F (NXP
+// datasheet: MODE1/MODE2, LEDn_ON/OFF with the full-on and full-off bits,
+// ALL_LED, PRE_SCALE writable only asleep, auto-increment) and, on a car
+// started with --imu 1, an added MPU-6050 at 0x68 (InvenSense register map:
+// WHO_AM_I, PWR_MGMT_1's sleep bit, GYRO_CONFIG's full scale, GYRO_ZOUT read
+// from the world's gyro reading, rounded and clipped to the chip's counts).
+// Whenever the PCA9685's 16 outputs change they go to the world as on-counts
 // per 4096-tick period ('M'); the world's board model (worlds/sitl.py) knows
-// which channels drive which motor. Not modelled: reads, MODE2's INVRT and
-// OUTNE, the line sensor at 0x20 (the sketch never talks to it).
+// which channels drive which motor. Not modelled: reads of the PCA9685, MODE2's
+// INVRT and OUTNE, the MPU-6050's other sensors, its filter and sample rate,
+// the line sensor at 0x20 (the sketch never talks to it).
 //
 // A fault for tests: SIGUSR1 jams the bus (sitl::jam_i2c): every transaction
 // from then on hangs, ignoring Wire's timeout, as a stuck driver would.
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -109,9 +114,57 @@ private:
     uint8_t regs_[256];
 };
 
+constexpr uint8_t MPU6050_ADDRESS = 0x68;
+
+class Mpu6050 {
+public:
+    Mpu6050() { regs_[REG_PWR_MGMT_1] = 0x40; }  // asleep at power-on
+
+    // A write transaction: the register pointer, then data (auto-increment).
+    void write(const uint8_t *data, size_t len)
+    {
+        if (len == 0) {
+            return;
+        }
+        pointer_ = data[0];
+        for (size_t i = 1; i < len; i++) {
+            regs_[pointer_] = data[i];
+            pointer_ = (uint8_t)(pointer_ + 1);
+        }
+    }
+
+    // A read transaction from the register pointer on; the gyro's registers
+    // hold the world's latest reading (nothing new while asleep).
+    void read(uint8_t *out, size_t len)
+    {
+        if (!(regs_[REG_PWR_MGMT_1] & 0x40)) {
+            const sitl::Sensors s = sitl::sensors();
+            const double lsb_per_dps = 131.0 / (double)(1 << ((regs_[REG_GYRO_CONFIG] >> 3) & 3));
+            const double counts = round((double)s.gyro_z * (180.0 / M_PI) * lsb_per_dps);
+            const int16_t z = (int16_t)fmax(-32768.0, fmin(32767.0, s.has_gyro ? counts : 0.0));
+            regs_[REG_GYRO_ZOUT_H] = (uint8_t)((uint16_t)z >> 8);
+            regs_[REG_GYRO_ZOUT_H + 1] = (uint8_t)((uint16_t)z & 0xFF);
+        }
+        regs_[REG_WHO_AM_I] = MPU6050_ADDRESS;
+        for (size_t i = 0; i < len; i++) {
+            out[i] = regs_[pointer_];
+            pointer_ = (uint8_t)(pointer_ + 1);
+        }
+    }
+
+private:
+    static constexpr uint8_t REG_GYRO_CONFIG = 0x1B;
+    static constexpr uint8_t REG_GYRO_ZOUT_H = 0x47;
+    static constexpr uint8_t REG_PWR_MGMT_1 = 0x6B;
+    static constexpr uint8_t REG_WHO_AM_I = 0x75;
+    uint8_t regs_[256] = {};
+    uint8_t pointer_ = 0;
+};
+
 std::mutex s_bus;  // one transaction at a time, as on the wire
 std::atomic<bool> s_jammed{false};
 Pca9685 s_pca9685;
+Mpu6050 s_mpu6050;
 bool s_reported = false;
 uint16_t s_reported_out[CHANNELS];
 
@@ -206,6 +259,10 @@ uint8_t TwoWire::endTransmission(bool)
         wire_time(1000, clock_hz_);  // stuck, for good
     }
     wire_time(1 + tx_len_, clock_hz_);  // address byte, then the data
+    if (address_ == MPU6050_ADDRESS && sitl::options().imu) {
+        s_mpu6050.write(tx_, tx_len_);
+        return I2C_OK;
+    }
     if (address_ != PCA9685_ADDRESS) {
         return I2C_NACK_ADDRESS;
     }
@@ -216,4 +273,33 @@ uint8_t TwoWire::endTransmission(bool)
 uint8_t TwoWire::endTransmission()
 {
     return endTransmission(true);
+}
+
+size_t TwoWire::requestFrom(uint16_t address, size_t size, bool)
+{
+    rx_len_ = rx_next_ = 0;
+    if (!begun_ || size > BUFFER) {
+        return 0;
+    }
+    std::lock_guard<std::mutex> hold(s_bus);
+    while (s_jammed.load()) {
+        wire_time(1000, clock_hz_);  // stuck, for good
+    }
+    wire_time(1 + size, clock_hz_);
+    if (address != MPU6050_ADDRESS || !sitl::options().imu) {
+        return 0;  // no device answers its address
+    }
+    s_mpu6050.read(rx_, size);
+    rx_len_ = size;
+    return size;
+}
+
+int TwoWire::available()
+{
+    return (int)(rx_len_ - rx_next_);
+}
+
+int TwoWire::read()
+{
+    return rx_next_ < rx_len_ ? rx_[rx_next_++] : -1;
 }

@@ -3,11 +3,13 @@
 //
 //   stigmesh_car_sitl --address 127.x.y.z --robot-id N --world-fd FD
 //                     [--boot-time S] [--drift D] [--random U32]... [--reset-reason R]
+//                     [--imu 0|1]
 //
 // --boot-time is the car's boot on CLOCK_MONOTONIC (s; default: now), --drift
 // its crystal error (uptime runs 1 + D fast), --random the first values of
 // esp_random() (the world's draws of the boot nonce and token), --reset-reason
-// esp_reset_reason(). Started by the world (worlds/sitl_host.py) or a test
+// esp_reset_reason(), --imu 1 an MPU-6050 on the I2C bus whose yaw rate is the
+// world's gyro reading (0, the default: the kit as sold, no gyro). Started by the world (worlds/sitl_host.py) or a test
 // bench; it exits when the world's end of --world-fd closes. SIGUSR1 jams the
 // I2C bus, a test's stand-in for a stuck driver.
 #include <arpa/inet.h>
@@ -34,7 +36,7 @@ Options s_options;
     fprintf(stderr,
             "stigmesh_car_sitl: %s\n"
             "usage: stigmesh_car_sitl --address A --robot-id N --world-fd FD [--boot-time S]\n"
-            "       [--drift D] [--random U32]... [--reset-reason R]\n",
+            "       [--drift D] [--random U32]... [--reset-reason R] [--imu 0|1]\n",
             why);
     exit(2);
 }
@@ -87,6 +89,12 @@ void parse_options(int argc, char **argv)
             o.randoms.push_back((uint32_t)number(value, flag));
         } else if (strcmp(flag, "--reset-reason") == 0) {
             o.reset_reason = (int)number(value, flag);
+        } else if (strcmp(flag, "--imu") == 0) {
+            const double imu = number(value, flag);
+            if (imu != 0.0 && imu != 1.0) {
+                usage("--imu must be 0 or 1");
+            }
+            o.imu = imu == 1.0;
         } else {
             usage("unknown option");
         }

@@ -4,7 +4,9 @@
 // given by --world-fd), one message per packet, its first byte the type:
 //
 //   world -> car   'S' u8 has_gyro, f32 gyro_z (rad/s), then the `sim` JSON
-//                      object (or nothing): the board's sensor inputs
+//                      object (or nothing): the board's sensor inputs (the
+//                      gyro reaches the sketch through the MPU-6050 model of
+//                      i2c_bus.cpp, when the car has one: --imu 1)
 //                  'F' u32 request id, u64 capture time (car uptime, us),
 //                      then the JPEG: the frame asked for by 'R'
 //                  'f' u32 request id: no frame (the camera gives none)
@@ -37,6 +39,7 @@ struct Options {
     double drift = 0.0;              // crystal error: uptime runs (1 + drift) fast
     std::vector<uint32_t> randoms;   // esp_random()'s first values
     int reset_reason = 1;            // ESP_RST_POWERON
+    bool imu = false;                // an MPU-6050 on the I2C bus (i2c_bus.cpp)
     int world_fd = -1;
 };
 const Options &options();

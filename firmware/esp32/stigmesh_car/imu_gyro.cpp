@@ -1,0 +1,114 @@
+// imu_gyro.cpp - see imu_gyro.h. Register map and scales from InvenSense's
+// MPU-6000/MPU-6050 Register Map (RM-MPU-6000A-00): PWR_MGMT_1 0x6B (reset
+// 0x40: asleep), CONFIG 0x1A (DLPF_CFG), GYRO_CONFIG 0x1B (FS_SEL in bits
+// 4:3), GYRO_ZOUT_H/L 0x47/0x48 (big-endian, two's complement), WHO_AM_I
+// 0x75 (0x68 whatever AD0 is).
+#include "imu_gyro.h"
+
+#include <Arduino.h>
+#include <Wire.h>
+#include <freertos/FreeRTOS.h>
+#include <freertos/task.h>
+
+#include "car_config.h"
+
+namespace {
+
+constexpr uint8_t REG_CONFIG = 0x1A;
+constexpr uint8_t REG_GYRO_CONFIG = 0x1B;
+constexpr uint8_t REG_GYRO_ZOUT_H = 0x47;
+constexpr uint8_t REG_PWR_MGMT_1 = 0x6B;
+constexpr uint8_t REG_WHO_AM_I = 0x75;
+constexpr uint8_t WHO_AM_I_MPU6050 = 0x68;
+constexpr uint8_t PWR_CLOCK_PLL_GYRO_X = 0x01;  // awake, clocked from the X gyro's PLL
+constexpr uint8_t DLPF_42_HZ = 0x03;            // gyro bandwidth 42 Hz, delay 4.8 ms
+constexpr uint8_t FS_500_DPS = 0x01 << 3;       // +-500 deg/s: 65.5 LSB per deg/s
+constexpr float LSB_PER_DPS = 65.5f;
+constexpr float RAD_PER_LSB = (float)(3.14159265358979323846 / 180.0) / LSB_PER_DPS;
+
+bool s_present = false;  // setup() and then the safety task only
+uint8_t s_failures = 0;  // safety task only
+
+portMUX_TYPE s_lock = portMUX_INITIALIZER_UNLOCKED;
+float s_rate = 0.0f;  // the newest sample, under s_lock
+uint64_t s_at_us = 0;
+bool s_have = false;
+
+bool write_reg(uint8_t reg, uint8_t value)
+{
+    Wire.beginTransmission(IMU_I2C_ADDR);
+    Wire.write(reg);
+    Wire.write(value);
+    return Wire.endTransmission() == 0;
+}
+
+// `len` registers from `reg` on: the register pointer, a repeated start, the read.
+bool read_regs(uint8_t reg, uint8_t *out, size_t len)
+{
+    Wire.beginTransmission(IMU_I2C_ADDR);
+    Wire.write(reg);
+    if (Wire.endTransmission(false) != 0) {
+        return false;
+    }
+    if (Wire.requestFrom((uint16_t)IMU_I2C_ADDR, len, true) != len) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        const int b = Wire.read();
+        if (b < 0) {
+            return false;
+        }
+        out[i] = (uint8_t)b;
+    }
+    return true;
+}
+
+}  // namespace
+
+bool imu_begin()
+{
+#if IMU_ENABLED
+    uint8_t who = 0;
+    s_present = read_regs(REG_WHO_AM_I, &who, 1) && who == WHO_AM_I_MPU6050 &&
+                write_reg(REG_PWR_MGMT_1, PWR_CLOCK_PLL_GYRO_X) &&
+                write_reg(REG_CONFIG, DLPF_42_HZ) && write_reg(REG_GYRO_CONFIG, FS_500_DPS);
+#else
+    s_present = false;
+#endif
+    s_failures = 0;
+    return s_present;
+}
+
+void imu_poll(uint64_t now_us)
+{
+    if (!s_present) {
+        return;
+    }
+    uint8_t raw[2];
+    if (!read_regs(REG_GYRO_ZOUT_H, raw, sizeof raw)) {
+        if (++s_failures >= IMU_MAX_FAILURES) {
+            s_present = false;  // a broken or unplugged chip costs the safety task no more
+        }
+        return;
+    }
+    s_failures = 0;
+    const int16_t counts = (int16_t)(uint16_t)((raw[0] << 8) | raw[1]);
+    const float rate = (float)IMU_YAW_SIGN * (float)counts * RAD_PER_LSB;
+    taskENTER_CRITICAL(&s_lock);
+    s_rate = rate;
+    s_at_us = now_us;
+    s_have = true;
+    taskEXIT_CRITICAL(&s_lock);
+}
+
+bool imu_gyro_z(uint64_t now_us, float *rad_s)
+{
+    taskENTER_CRITICAL(&s_lock);
+    const bool fresh = s_have && now_us >= s_at_us && now_us - s_at_us <= IMU_MAX_AGE_US;
+    const float rate = s_rate;
+    taskEXIT_CRITICAL(&s_lock);
+    if (fresh) {
+        *rad_s = rate;
+    }
+    return fresh;
+}

@@ -1,0 +1,26 @@
+// imu_gyro.h - the yaw rate from an MPU-6050 (a GY-521 breakout, about $2)
+// added on the FNK0053's I2C bus: the kit itself has no gyro, and without one
+// a robot's heading rests on its wheels, which skid (firmware/README.md, "A
+// gyro"). Register access over Wire, no library.
+//
+// Threads: only the safety task touches the bus after setup (it already owns
+// it for the PCA9685), so imu_poll() runs there, on a tick that wrote no motor
+// registers: one short transaction, never a wait on another task. The command
+// task reads the newest sample with imu_gyro_z() under a spinlock.
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+// In setup(), after the PCA9685 (which starts Wire): looks for the chip
+// (WHO_AM_I), wakes it and sets its range and filter. Returns whether one
+// answered; without one every later call is a no-op and there is no gyro.
+bool imu_begin();
+
+// Safety task: read the yaw rate once. After IMU_MAX_FAILURES failed reads in
+// a row the chip is given up (no more bus time spent on it until a reset).
+void imu_poll(uint64_t now_us);
+
+// Command task: the newest yaw rate in rad/s (counter-clockwise seen from
+// above positive) when one was read within IMU_MAX_AGE_US of now_us.
+bool imu_gyro_z(uint64_t now_us, float *rad_s);

@@ -1,0 +1,80 @@
+"""The sketch's gyro: an MPU-6050 added on the FNK0053's I2C bus, read by the sketch's own
+driver (firmware/esp32/stigmesh_car/imu_gyro.cpp) from the SITL bus's chip model.
+
+The kit has no gyro; a car without the chip reports ``gyro_z`` null whatever the world
+reads, a car with one reports the world's reading as the chip gives it: in counts of
+1/65.5 deg/s (its +-500 deg/s range), clipped at its limits.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from tests.support.carserver import free_address
+from tests.support.sitlcar import SitlCar
+from tests.worlds.rawcar import RawCar
+
+LSB_PER_DPS = 65.5
+
+
+def chip(rate: float) -> float:
+    """What the sketch reports for a true rate (rad/s): the chip's count, scaled back in
+    float32 as the driver does."""
+    counts = max(-32768.0, min(32767.0, round(float(np.float32(rate)) * 180.0 / math.pi
+                                              * LSB_PER_DPS)))
+    per_lsb = np.float32(np.float32(math.pi / 180.0) / np.float32(LSB_PER_DPS))
+    return float(np.float32(counts) * per_lsb)
+
+
+def reported(car: SitlCar, raw: RawCar, rate: float | None, want: float | None) -> float | None:
+    """Send the world's gyro reading until the telemetry reports ``want`` (or 10 s pass);
+    the last ``gyro_z`` seen."""
+    deadline = time.monotonic() + 10.0
+    seen: float | None = math.nan
+    while time.monotonic() < deadline:
+        car.sensors(rate)
+        seen = raw.hello(timeout=2.0).gyro_z
+        if seen == want or (seen is not None and want is not None
+                            and math.isclose(seen, want, abs_tol=1e-7)):
+            return seen
+        time.sleep(0.05)
+    return seen
+
+
+@pytest.mark.timeout(60)
+def test_an_mpu6050_on_the_bus_gives_the_telemetry_its_gyro() -> None:
+    address = free_address()
+    with SitlCar(address, robot_id=4, imu=True) as car:
+        raw = RawCar(address, 4)
+        try:
+            for rate in (1.234, -0.5, 0.0):
+                want = chip(rate)
+                assert abs(want - rate) <= math.radians(0.5 / LSB_PER_DPS) + 1e-7
+                seen = reported(car, raw, rate, want)
+                assert seen is not None and math.isclose(seen, want, abs_tol=1e-7), (rate, seen)
+            # Beyond +-500 deg/s (8.73 rad/s) the chip clips; the sketch reports the limit.
+            seen = reported(car, raw, 20.0, chip(20.0))
+            assert seen is not None and math.isclose(seen, math.radians(32767 / LSB_PER_DPS),
+                                                     rel_tol=1e-6), seen
+            assert any("gyro 1" in line for line in car.serial), car.serial
+        finally:
+            raw.close()
+
+
+@pytest.mark.timeout(60)
+def test_the_kit_without_the_chip_reports_no_gyro() -> None:
+    address = free_address()
+    with SitlCar(address, robot_id=5, imu=False) as car:
+        raw = RawCar(address, 5)
+        try:
+            for _ in range(5):  # the world reads a rate; nothing on the bus can tell it
+                car.sensors(1.0)
+                assert raw.hello(timeout=2.0).gyro_z is None
+                time.sleep(0.05)
+            assert any("gyro 0" in line for line in car.serial), car.serial
+        finally:
+            raw.close()
