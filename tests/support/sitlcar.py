@@ -67,7 +67,7 @@ class SitlCar:
 
     def __init__(
         self, address: str, robot_id: int = 1, nonce: int = 0xB0071D00, token: int = 77,
-        *, imu: bool = False,
+        *, imu: bool = False, gyro_at_boot: float | None = None,
     ) -> None:
         self.address = address
         self.boot = Boot(address, robot_id, time.monotonic() - 42.0, 0.0, (nonce, token),
@@ -80,6 +80,8 @@ class SitlCar:
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._proc, self._sock = spawn(sitl_binary(), self.boot)
+        if gyro_at_boot is not None:  # queued before the car reads its link: setup() sees it
+            self.sensors(gyro_at_boot)
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def uptime_us(self) -> int:

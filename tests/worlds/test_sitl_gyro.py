@@ -3,7 +3,8 @@ driver (firmware/esp32/stigmesh_car/imu_gyro.cpp) from the SITL bus's chip model
 
 The kit has no gyro; a car without the chip reports ``gyro_z`` null whatever the world
 reads, a car with one reports the world's reading as the chip gives it: in counts of
-1/65.5 deg/s (its +-500 deg/s range), clipped at its limits.
+1/65.5 deg/s (its +-500 deg/s range), clipped at its limits, less the chip's output at
+rest that setup() measured while the car stood still.
 """
 
 from __future__ import annotations
@@ -30,16 +31,17 @@ def chip(rate: float) -> float:
     return float(np.float32(counts) * per_lsb)
 
 
-def reported(car: SitlCar, raw: RawCar, rate: float | None, want: float | None) -> float | None:
-    """Send the world's gyro reading until the telemetry reports ``want`` (or 10 s pass);
-    the last ``gyro_z`` seen."""
+def reported(car: SitlCar, raw: RawCar, rate: float | None, want: float | None,
+             tol: float = 1e-7) -> float | None:
+    """Send the world's gyro reading until the telemetry reports ``want`` within ``tol``
+    (or 10 s pass); the last ``gyro_z`` seen."""
     deadline = time.monotonic() + 10.0
     seen: float | None = math.nan
     while time.monotonic() < deadline:
         car.sensors(rate)
         seen = raw.hello(timeout=2.0).gyro_z
         if seen == want or (seen is not None and want is not None
-                            and math.isclose(seen, want, abs_tol=1e-7)):
+                            and math.isclose(seen, want, abs_tol=tol)):
             return seen
         time.sleep(0.05)
     return seen
@@ -76,5 +78,26 @@ def test_the_kit_without_the_chip_reports_no_gyro() -> None:
                 assert raw.hello(timeout=2.0).gyro_z is None
                 time.sleep(0.05)
             assert any("gyro 0" in line for line in car.serial), car.serial
+        finally:
+            raw.close()
+
+
+@pytest.mark.timeout(60)
+def test_the_chips_output_at_rest_is_measured_at_boot_and_taken_off() -> None:
+    """An MPU-6050 reads up to +-20 deg/s at rest (datasheet): setup() measures it while
+    the car stands still, so a car whose chip reads 2.9 deg/s at rest reports 0 at rest
+    and the change from it when turning."""
+    address = free_address()
+    zero = 0.05  # rad/s, 2.9 deg/s: more than the agent's prior for a bias (1.1 deg/s)
+    with SitlCar(address, robot_id=6, imu=True, gyro_at_boot=zero) as car:
+        raw = RawCar(address, 6)
+        try:
+            line = next(line for line in car.serial if "gyro 1" in line)
+            assert "zero 2.86 deg/s" in line or "zero 2.87 deg/s" in line, line
+            one_count = math.radians(1.0 / LSB_PER_DPS)
+            seen = reported(car, raw, zero, 0.0, tol=one_count)
+            assert seen is not None and abs(seen) <= one_count, seen
+            seen = reported(car, raw, zero + 1.0, 1.0, tol=1.5 * one_count)
+            assert seen is not None and abs(seen - 1.0) <= 1.5 * one_count, seen
         finally:
             raw.close()

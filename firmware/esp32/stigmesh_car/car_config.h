@@ -141,6 +141,12 @@
 #define IMU_YAW_SIGN 1           // -1 if the chip is mounted upside down
 #define IMU_MAX_AGE_US 50000     // telemetry carries a sample at most this old
 #define IMU_MAX_FAILURES 10      // failed reads in a row before the chip is given up
+// Its zero-rate output, up to +-20 deg/s on an MPU-6050, is measured in setup():
+// the mean of these readings, when they spread less than a still car's would.
+#define IMU_SETTLE_MS 50
+#define IMU_ZERO_SAMPLES 100
+#define IMU_ZERO_SPACING_MS 2
+#define IMU_ZERO_MAX_STD_DPS 3.0
 
 // ---- what the numbers above must satisfy (checked by `make -C firmware test`) ----
 static_assert(I2C_CLOCK_HZ <= 100000, "the PCF8574 line sensor on the bus is a 100 kHz device");

@@ -28,6 +28,7 @@ constexpr float RAD_PER_LSB = (float)(3.14159265358979323846 / 180.0) / LSB_PER_
 
 bool s_present = false;  // setup() and then the safety task only
 uint8_t s_failures = 0;  // safety task only
+float s_zero = 0.0f;     // counts at rest, measured in setup()
 
 portMUX_TYPE s_lock = portMUX_INITIALIZER_UNLOCKED;
 float s_rate = 0.0f;  // the newest sample, under s_lock
@@ -63,6 +64,40 @@ bool read_regs(uint8_t reg, uint8_t *out, size_t len)
     return true;
 }
 
+bool read_counts(int16_t *counts)
+{
+    uint8_t raw[2];
+    if (!read_regs(REG_GYRO_ZOUT_H, raw, sizeof raw)) {
+        return false;
+    }
+    *counts = (int16_t)(uint16_t)((raw[0] << 8) | raw[1]);
+    return true;
+}
+
+// The chip's zero-rate output (up to +-20 deg/s, datasheet) while the car stands
+// still at boot: the mean of IMU_ZERO_SAMPLES readings, unless they spread more
+// than a still chip's would (the car is being moved): then 0, and the agent's
+// still-car learning (agents/gyro_bias.py) has it all to do.
+bool measure_zero()
+{
+    double sum = 0.0;
+    double sum2 = 0.0;
+    for (int i = 0; i < IMU_ZERO_SAMPLES; i++) {
+        int16_t c;
+        if (!read_counts(&c)) {
+            return false;
+        }
+        sum += c;
+        sum2 += (double)c * c;
+        delay(IMU_ZERO_SPACING_MS);
+    }
+    const double mean = sum / IMU_ZERO_SAMPLES;
+    const double var = sum2 / IMU_ZERO_SAMPLES - mean * mean;
+    const double max_std = IMU_ZERO_MAX_STD_DPS * LSB_PER_DPS;
+    s_zero = var <= max_std * max_std ? (float)mean : 0.0f;
+    return true;
+}
+
 }  // namespace
 
 bool imu_begin()
@@ -72,6 +107,10 @@ bool imu_begin()
     s_present = read_regs(REG_WHO_AM_I, &who, 1) && who == WHO_AM_I_MPU6050 &&
                 write_reg(REG_PWR_MGMT_1, PWR_CLOCK_PLL_GYRO_X) &&
                 write_reg(REG_CONFIG, DLPF_42_HZ) && write_reg(REG_GYRO_CONFIG, FS_500_DPS);
+    if (s_present) {
+        delay(IMU_SETTLE_MS);  // the gyro's start-up time after waking
+        s_present = measure_zero();
+    }
 #else
     s_present = false;
 #endif
@@ -79,21 +118,25 @@ bool imu_begin()
     return s_present;
 }
 
+float imu_zero_dps()
+{
+    return (float)IMU_YAW_SIGN * s_zero / LSB_PER_DPS;
+}
+
 void imu_poll(uint64_t now_us)
 {
     if (!s_present) {
         return;
     }
-    uint8_t raw[2];
-    if (!read_regs(REG_GYRO_ZOUT_H, raw, sizeof raw)) {
+    int16_t counts;
+    if (!read_counts(&counts)) {
         if (++s_failures >= IMU_MAX_FAILURES) {
             s_present = false;  // a broken or unplugged chip costs the safety task no more
         }
         return;
     }
     s_failures = 0;
-    const int16_t counts = (int16_t)(uint16_t)((raw[0] << 8) | raw[1]);
-    const float rate = (float)IMU_YAW_SIGN * (float)counts * RAD_PER_LSB;
+    const float rate = (float)IMU_YAW_SIGN * ((float)counts - s_zero) * RAD_PER_LSB;
     taskENTER_CRITICAL(&s_lock);
     s_rate = rate;
     s_at_us = now_us;

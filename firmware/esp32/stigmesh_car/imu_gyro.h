@@ -12,10 +12,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-// In setup(), after the PCA9685 (which starts Wire): looks for the chip
-// (WHO_AM_I), wakes it and sets its range and filter. Returns whether one
-// answered; without one every later call is a no-op and there is no gyro.
+// In setup(), after the PCA9685 (which starts Wire) with the wheels off: looks
+// for the chip (WHO_AM_I), wakes it, sets its range and filter and measures its
+// zero-rate output (IMU_ZERO_SAMPLES readings, about 0.3 s), which every later
+// reading has taken off. Returns whether one answered; without one every later
+// call is a no-op and there is no gyro.
 bool imu_begin();
+
+// The zero-rate output imu_begin() measured, deg/s (0: none, or the car moved).
+float imu_zero_dps();
 
 // Safety task: read the yaw rate once. After IMU_MAX_FAILURES failed reads in
 // a row the chip is given up (no more bus time spent on it until a reset).

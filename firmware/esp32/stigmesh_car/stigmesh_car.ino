@@ -176,9 +176,9 @@ void setup()
         halt("fatal: cannot create the safety task");
     }
 
-    Serial.printf("stigmesh car id %u boot %08lx motor_ok %d camera_ok %d gyro %d\n",
+    Serial.printf("stigmesh car id %u boot %08lx motor_ok %d camera_ok %d gyro %d (zero %.2f deg/s)\n",
                   (unsigned)car_robot_id(), (unsigned long)boot_nonce, s_motor_ok_at_boot,
-                  camera_ok, gyro);
+                  camera_ok, gyro, (double)imu_zero_dps());
     while (WiFi.status() != WL_CONNECTED) {
         delay(250);
     }
