@@ -31,6 +31,59 @@ def test_axes_parse_and_refuse() -> None:
             sweep.parse_axis(bad)
 
 
+def test_the_gyro_axis_parses_and_refuses() -> None:
+    for text in ("gyro=1,0", "gyro=on,off", "GYRO=True,false"):
+        axis = sweep.parse_axis(text)
+        assert axis.name == "gyro" and axis.values == (1.0, 0.0)
+    assert sweep.parse_axis("gyro=0").values == (0.0,)
+    for bad, why in (("gyro=2", "'2' is not one of 1, 0, on, off"),
+                     ("gyro=0.5", "'0.5' is not one of"), ("gyro=yes", "'yes' is not one of"),
+                     ("gyro=1,on", "a value is repeated"), ("gyro=", "no values")):
+        with pytest.raises(sweep.SweepError, match=why) as exc:
+            sweep.parse_axis(bad)
+        assert "\n" not in str(exc.value)
+    # a world setting, not a link fault
+    assert sweep.link_faults({"gyro": 0.0}).is_clear
+    assert sweep.link_faults({"gyro": 1.0, "loss": 0.2}) == LinkFaults(drop=0.2)
+
+
+def test_a_gyro_trial_builds_its_arena(tmp_path: Path) -> None:
+    from agents.transport import Direction
+    from tools.experiments.scenario import ActionKind
+    from tools.experiments.scenario_file import SCENARIO_DIR
+
+    def trial(point: tuple[tuple[str, float], ...], name: str = "default") -> sweep.Trial:
+        return sweep.Trial(str(SCENARIO_DIR / f"{name}.toml"), 3, "naive", point)
+
+    assert sweep.build(trial(())).arena.car_model.gyro  # the arena's own: with a gyro
+    assert sweep.build(trial(())).arena_text() is None
+    off = sweep.build(trial((("loss", 0.5), ("gyro", 0.0))))
+    on = sweep.build(trial((("gyro", 1.0), ("loss", 0.5))))
+    assert not off.arena.car_model.gyro and on.arena.car_model.gyro
+    for s in (off, on):  # the other axes and the trial's settings still hold
+        assert s.seed == 3 and {a.fusion for a in s.agents} == {"naive"}
+        assert [(a.kind, a.direction, a.faults) for a in s.schedule] == [
+            (ActionKind.FAULTS, Direction.IN, LinkFaults(drop=0.5))]
+        assert replace(s.arena.car_model, gyro=True) == ARENA.car_model  # nothing else
+        assert s.agent_config("walnut") is not None
+    # the run directory's arena file says it (the world log and a replay read that file)
+    run = off.materialise(tmp_path)
+    assert run.arena.source == str(tmp_path / "arena.toml") and not run.arena.car_model.gyro
+    assert not load_arena(tmp_path / "arena.toml").car_model.gyro
+    # an arena without a [car_model] table, and a hidden target's arena file
+    eight = sweep.build(trial((("gyro", 0.0),), "eight_robots"))
+    assert not eight.arena.car_model.gyro
+    hidden = sweep.build(trial((("gyro", 0.0),), "hidden_search"))
+    assert hidden.target_place is not None and not hidden.arena.car_model.gyro
+    hidden.materialise(tmp_path)
+    again = load_arena(tmp_path / "arena.toml")
+    assert not again.car_model.gyro and again.target == hidden.arena.target
+    # what the trial ships to a worker is the built scenario: it survives pickling
+    import pickle
+
+    assert not pickle.loads(pickle.dumps(off)).arena.car_model.gyro
+
+
 def test_grid_points_become_inbound_faults() -> None:
     assert sweep.link_faults({}).is_clear
     assert sweep.link_faults({"loss": 0.2, "delay": 0.05}) == LinkFaults(drop=0.2, delay=0.05)
@@ -100,6 +153,46 @@ def test_a_tiny_sweep_in_parallel(tmp_path: Path, capsys: pytest.CaptureFixture)
     assert out.with_suffix(".csv").exists()
     bad = parser.parse_args([str(scenario), "--over", "loss=2", "--out", str(out)])
     assert sweep_cmd.main(bad) == 2
+    capsys.readouterr()
+    bad = parser.parse_args([str(scenario), "--over", "gyro=2", "--out", str(out)])
+    assert sweep_cmd.main(bad) == 2
+    err = capsys.readouterr().err
+    assert err == ("stigmesh sweep: --over 'gyro=2': '2' is not one of 1, 0, on, off, true, "
+                   "false\n")
+
+
+def test_a_gyro_free_trial_runs_without_gyro(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture) -> None:
+    """A real (short) lockstep trial of --over gyro=0 on a worker: no car has a gyro (the
+    world's boot records no gyro bias, the agents' car status no gyro rate) and the kept
+    run directory's arena file says so; gyro=1 has both."""
+    from protocol.runlog import process_logs, read_run_log
+
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text('name = "tiny"\narena = "two_cars"\nduration = 3.0\nseed = 5\n')
+    parser = argparse.ArgumentParser()
+    sweep_cmd.add_arguments(parser)
+    out, keep = tmp_path / "table.md", tmp_path / "runs"
+    args = parser.parse_args([str(scenario), "--over", "gyro=off,on", "--over", "loss=0.2",
+                              "--seeds", "1", "--jobs", "2", "--out", str(out),
+                              "--keep-runs", str(keep), "--quiet"])
+    assert sweep_cmd.main(args) == 0, capsys.readouterr().err
+    assert "| gyro | loss | fusion | runs |" in out.read_text()
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data["axes"] == {"gyro": [0.0, 1.0], "loss": [0.2]}
+    for trial, gyro in zip(data["trials"], (False, True), strict=True):
+        assert trial["point"] == {"gyro": float(gyro), "loss": 0.2} and "metrics" in trial
+        run_dir = Path(trial["run_dir"])
+        assert load_arena(run_dir / "arena.toml").car_model.gyro is gyro
+        logs = process_logs(run_dir)
+        world = list(read_run_log(logs["world"]))
+        start = next(e for e in world if e["event"] == "start")
+        assert start["source"] == str(run_dir / "arena.toml")
+        boots = [e for e in world if e["event"] == "boot"]
+        assert len(boots) == 2 and all((e["gyro_bias"] is not None) is gyro for e in boots)
+        for name in ("walnut", "hazel"):
+            cars = [e for e in read_run_log(logs[name]) if e["event"] == "car"]
+            assert len(cars) > 10 and all((e["gyro"] is not None) is gyro for e in cars)
 
 
 def _square(x: int) -> int:

@@ -1,4 +1,5 @@
-"""``stigmesh sweep SCENARIO.toml --over loss=0,0.5,0.9 --seeds 10 --fusion ci,naive,none``.
+"""``stigmesh sweep SCENARIO.toml --over loss=0,0.5,0.9 --seeds 10 --fusion ci,naive,none``
+(``--over gyro=1,0``: with and without the cars' gyro).
 
 Runs the scenario in lockstep for every point of the grid on a Dask cluster (a local
 one on the machine's cores, or ``--scheduler ADDR``), and writes ONE table (``.md``,
@@ -43,7 +44,10 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file or shipped name")
     p.add_argument("--over", action="append", default=[], metavar="AXIS=V1,V2,...",
-                   help=f"an axis of the grid ({', '.join(AXES)}), repeatable")
+                   help=f"an axis of the grid ({', '.join(AXES)}), repeatable; loss, "
+                   "delay and burst are every agent's inbound link faults from t = 0 "
+                   "(loss=0,0.5 delay=0,50ms burst=0,0.3), gyro=1,0 (or on,off / true,false) "
+                   "runs every car with and without its yaw-rate gyro")
     p.add_argument("--seeds", type=int, default=10, help="seeds per cell (default 10)")
     p.add_argument("--seed", type=int, default=None,
                    help="the first seed (default: the scenario's)")
@@ -107,7 +111,7 @@ def plan(args: argparse.Namespace) -> tuple[Scenario, list[Axis], list[str | Non
         for fusion in fusions
         for k in range(args.seeds)
     ]
-    for trial in trials[: len(fusions)]:
+    for trial in trials[:: args.seeds]:  # each cell's first seed
         build(trial)  # a combination the scenario refuses fails now, not in a worker
     return scenario, axes, fusions, trials
 

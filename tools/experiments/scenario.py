@@ -27,11 +27,10 @@ from typing import TYPE_CHECKING, Any
 from agents.faults import ByzantineSpec, LinkFaults, format_byzantine, format_faults
 from agents.transport import Direction
 from protocol.tomlfile import FileError
+from tools.experiments.arena_text import check_run_arena_text, run_arena_text
 from tools.experiments.hiding import (
     Hide,
-    check_hidden_arena_text,
     hidden_arena,
-    hidden_arena_text,
 )
 from worlds.arena import Arena, Waypoints
 
@@ -109,6 +108,7 @@ class Scenario:
     schedule: tuple[Action, ...] = ()
     hide: Hide | None = None
     arena_file: str = ""  # the arena's own file (``arena.source`` may be a run's copy)
+    car_model_sets: tuple[tuple[str, bool | float], ...] = ()  # over the file's [car_model]
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -145,26 +145,40 @@ class Scenario:
         return target.motion.points[0]
 
     def arena_text(self) -> str | None:
-        """The arena file a hidden target's run is played in (the arena's own file with its
-        ``[target.motion]`` replaced by the place), or None when the arena's own file is it."""
-        place = self.target_place
-        if place is None:
-            return None
-        line = self.hide.line if self.hide is not None else 0
-        return hidden_arena_text(self.arena_file, place, source=self.source, line=line)
+        """The arena file the run is played in (:mod:`tools.experiments.arena_text`: a hidden
+        target's place, the car constants of :meth:`with_car_model`); None when the arena's
+        own file is it."""
+        return run_arena_text(self.arena_file or self.arena.source, self.target_place,
+                              dict(self.car_model_sets), source=self.source,
+                              line=self.hide.line if self.hide is not None else 0)
 
     def check_arena_text(self) -> None:
-        """The hidden target's arena file reads back to the same target (ScenarioError if
-        not)."""
+        """The run's arena file reads back to the same target and car constants
+        (ScenarioError if not)."""
         text = self.arena_text()
         if text is not None:
-            line = self.hide.line if self.hide is not None else 0
-            check_hidden_arena_text(text, self.arena_file, self.arena.target,
-                                    source=self.source, line=line)
+            check_run_arena_text(text, self.arena_file or self.arena.source, self.arena,
+                                 hidden=self.target_place is not None,
+                                 car_model_sets=bool(self.car_model_sets), source=self.source,
+                                 line=self.hide.line if self.hide is not None else 0)
+
+    def with_car_model(self, **changes: bool | float) -> Scenario:
+        """Every car of the arena with these car constants (:class:`~worlds.arena.CarModel`
+        fields, e.g. ``gyro=False``: what ``stigmesh sweep --over gyro=0`` sets); a run
+        directory's ``arena.toml`` says them too (:meth:`materialise`). Raises ScenarioError
+        for a constant the arena's file cannot be given (TypeError for an unknown field)."""
+        given: dict[str, Any] = dict(changes)  # each field's own type: the file checks it
+        model = replace(self.arena.car_model, **given)
+        sets = {**dict(self.car_model_sets), **changes}
+        out = replace(self, arena=replace(self.arena, car_model=model),
+                      car_model_sets=tuple(sorted(sets.items())))
+        out.check_arena_text()
+        return out
 
     def materialise(self, run_dir: Path) -> Scenario:
-        """The scenario as a run directory holds it: a hidden target's arena written to
-        ``RUN_DIR/arena.toml`` (the world process and the replay read that file)."""
+        """The scenario as a run directory holds it: a hidden target's arena, or an arena
+        whose car constants the scenario sets, written to ``RUN_DIR/arena.toml`` (the world
+        process and the replay read that file)."""
         text = self.arena_text()
         if text is None:
             return self
@@ -406,6 +420,7 @@ def mapping_of(scenario: Scenario) -> Mapping[str, Any]:
         "duration": scenario.duration,
         "seed": scenario.seed,
         **({"hidden_target": list(place)} if place is not None else {}),
+        **({"car_model": dict(scenario.car_model_sets)} if scenario.car_model_sets else {}),
         "agents": [
             {"name": a.name, "fusion": a.fusion, "use_reputation": a.use_reputation,
              "set": dict(a.sets)}

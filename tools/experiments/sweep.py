@@ -1,4 +1,5 @@
-"""A sweep: a scenario in lockstep over a grid of link faults × seeds × fusion rules.
+"""A sweep: a scenario in lockstep over a grid of link faults (and world settings) × seeds ×
+fusion rules.
 
 ``stigmesh sweep`` (:mod:`tools.commands.sweep`) runs the scenario in lockstep
 for every point of the grid (each ``--over`` axis × seeds × fusion rules) on a
@@ -17,6 +18,13 @@ that later sets an agent's inbound faults replaces them):
 - ``delay=D,...``: delay, ``50ms`` or seconds (``delay=D``).
 - ``burst=P,...``: Gilbert–Elliott burst loss with stationary loss P and a mean
   burst of ``--burst-length`` datagrams (``burst=ENTER,LEAVE``, LEAVE = 1/length).
+
+A world axis sets the arena instead (every car; the run directory's ``arena.toml`` says
+it, :meth:`~tools.experiments.scenario.Scenario.with_car_model`):
+
+- ``gyro=1,0``: every car with a yaw-rate gyro (1, on, true) or without (0, off, false:
+  its telemetry's ``gyro_z`` is null, as on the Freenove FNK0053 kit); 1.0 / 0.0 in the
+  point, the table and the files.
 
 The seeds are the scenario's seed and the next ``--seeds`` − 1 integers; for
 one seed every fusion rule and every axis value sees the same world, and the
@@ -48,7 +56,10 @@ if TYPE_CHECKING:
 PROG = "stigmesh sweep"
 
 
-AXES = ("loss", "delay", "burst")
+LINK_AXES = ("loss", "delay", "burst")  # every agent's inbound link faults (link_faults)
+WORLD_AXES = ("gyro",)  # the arena's car constants (build)
+AXES = (*LINK_AXES, *WORLD_AXES)
+SWITCH = {"1": 1.0, "on": 1.0, "true": 1.0, "0": 0.0, "off": 0.0, "false": 0.0}
 
 
 COLUMNS = (
@@ -90,6 +101,12 @@ def parse_axis(text: str) -> Axis:
         raise SweepError(f"--over {text!r}: no values")
     values = []
     for v in texts:
+        if name in WORLD_AXES:
+            if v.lower() not in SWITCH:
+                raise SweepError(f"--over {text!r}: {v!r} is not one of 1, 0, on, off, true, "
+                                 "false")
+            values.append(SWITCH[v.lower()])
+            continue
         try:
             if name == "delay":
                 values.append(parse_duration(v, "delay", unit_required=False))
@@ -107,7 +124,7 @@ def parse_axis(text: str) -> Axis:
 
 
 def link_faults(point: Mapping[str, float], burst_length: float = 8.0) -> LinkFaults:
-    """The inbound faults of one grid point."""
+    """The inbound faults of one grid point (its world axes are not faults: :func:`build`)."""
     from agents.faults import BurstLoss, LinkFaults
 
     kw: dict[str, Any] = {}
@@ -140,6 +157,8 @@ class Trial:
 
 
 def build(trial: Trial) -> Scenario:
+    """The trial's scenario: its seed, fusion rule, world axes (the arena's car constants)
+    and link faults; raises ScenarioError."""
     from agents.transport import Direction
     from tools.experiments.scenario import every_agent_faults
     from tools.experiments.scenario_file import load_scenario
@@ -147,7 +166,10 @@ def build(trial: Trial) -> Scenario:
     scenario = load_scenario(trial.scenario).with_seed(trial.seed)
     if trial.fusion is not None:
         scenario = scenario.with_fusion(trial.fusion)
-    spec = link_faults(dict(trial.point), trial.burst_length)
+    point = dict(trial.point)
+    if "gyro" in point:
+        scenario = scenario.with_car_model(gyro=bool(point["gyro"]))
+    spec = link_faults(point, trial.burst_length)
     if not spec.is_clear:
         scenario = scenario.with_actions([every_agent_faults(0.0, spec, Direction.IN)])
     return scenario
