@@ -3,6 +3,7 @@
 // the link state. The process exits at once when the world's end closes (the
 // world stopped or died), so no car outlives its world.
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -140,7 +141,13 @@ Sensors sensors()
 void fatal(const char *why)
 {
     fprintf(stderr, "sitl car %d: fatal: %s\n", options().robot_id, why);
-    world_send('X', why, strlen(why));
+    // The last word must reach the world even when it is behind on reading (a busy
+    // machine fills the link with traces): wait up to 1 s for room, not forever.
+    for (int tries = 0; !world_send('X', why, strlen(why)) && errno == EAGAIN && tries < 20;
+         tries++) {
+        pollfd out = {options().world_fd, POLLOUT, 0};
+        poll(&out, 1, 50);
+    }
     _exit(EXIT_PANIC);
 }
 
