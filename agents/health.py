@@ -20,6 +20,7 @@ NO_TAG_FOR = 10.0  # s without a wall tag in camera mode
 CLOCK_UNSYNCED_FOR = 10.0  # s connected without a converged clock to the car
 NO_PEER_FOR = 15.0  # s after start with no confirmed peer
 CAMERA_STALE_FOR = 3.0  # s without a camera frame
+NO_GYRO_FOR = 5.0  # s of the car's telemetry without a gyro reading
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,9 @@ class Health:
     _reboots: int = 0
     _last_tag: float = -math.inf
     _last_frame: float = -math.inf
+    _telemetry_since: float | None = None
+    _last_telemetry: float = -math.inf
+    _last_gyro: float = -math.inf
     _peer_seen: bool = False
     _active: dict[str, Warning] = field(default_factory=dict)
 
@@ -72,6 +76,14 @@ class Health:
             if self._boot is not None and boot != self._boot:
                 self._reboots += 1
             self._boot = boot
+
+    def telemetry(self, now: float, gyro: bool) -> None:
+        """A telemetry object from the car, with a gyro reading or without (``null``)."""
+        if self._telemetry_since is None:
+            self._telemetry_since = now
+        self._last_telemetry = now
+        if gyro:
+            self._last_gyro = now
 
     def tag_seen(self, now: float) -> None:
         self._last_tag = now
@@ -103,6 +115,13 @@ class Health:
         if self.expect_car_id is not None and self._car_id not in (None, self.expect_car_id):
             out.append(Warning("car_id", f"the car reports robot id {self._car_id}, the config "
                                f"expects {self.expect_car_id}: is this the right car?"))
+        if self._telemetry_since is not None:
+            without = self._last_telemetry - max(self._last_gyro, self._telemetry_since)
+            if without > NO_GYRO_FOR:
+                out.append(Warning("no_gyro", f"the car's telemetry has had no gyro reading "
+                                   f"for {without:.0f} s: the heading rests on the wheels, "
+                                   "which slip in turns; add an MPU-6050 on its I2C bus "
+                                   "(firmware/README.md, \"A gyro\")"))
         if self._reboots:
             out.append(Warning("car_rebooted", f"the car rebooted {self._reboots} time(s) "
                                "during this run: check its power"))

@@ -46,6 +46,7 @@ from protocol.mz01.session import (
     COMMAND_PORT,
     PROBE_PORT,
 )
+from protocol.mz01.telemetry import Telemetry
 from protocol.runlog import RunLog, log_path
 from protocol.swarm import Bye, swarm_id_from_name
 from protocol.swarm.messages import DEFAULT_SWARM_PORT
@@ -137,6 +138,7 @@ class AgentRuntime:
         self._pose_view: PredictedPose | None = None
         self._clock_view: tuple[float, float] | None = None  # car offset, valid until
         self._boot: int | None = None
+        self._telemetry_seen: Telemetry | None = None  # the newest the health has seen
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tx: asyncio.DatagramTransport | None = None
         self._rx: asyncio.DatagramTransport | None = None
@@ -194,6 +196,9 @@ class AgentRuntime:
         t = s.telemetry
         if t is not None:
             self._boot = t.boot
+            if t is not self._telemetry_seen:  # a new object: does the car have a gyro?
+                self._telemetry_seen = t
+                self.health.telemetry(now, t.gyro_z is not None)
             if self._car_heard is not None:
                 self._car_heard.set()
         synced = s.synchronized_at_time(now)

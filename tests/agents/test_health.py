@@ -61,3 +61,20 @@ def test_camera_tags_and_peers() -> None:
     h.frame(16.0)
     h.tag_seen(16.0)
     assert sorted(keys(h, 16.0)[1]) == ["camera_stale", "no_peer", "no_tag"]
+
+
+def test_a_car_without_a_gyro_is_named_and_one_that_has_one_is_not() -> None:
+    h = Health(started=0.0)
+    for k in range(60):  # 6 s of telemetry at 10 Hz, gyro_z null
+        h.telemetry(k * 0.1, gyro=False)
+    started, _ = h.check(6.0)
+    assert [w.key for w in started] == ["no_gyro"]
+    assert "MPU-6050" in started[0].text and "A gyro" in started[0].text
+    h.telemetry(6.1, gyro=True)  # a reading: cleared
+    assert keys(h, 6.2) == ([], ["no_gyro"])
+    with_gyro = Health(started=0.0)
+    for k in range(100):
+        with_gyro.telemetry(k * 0.1, gyro=True)
+    assert keys(with_gyro, 10.0) == ([], [])
+    silent = Health(started=0.0)  # no telemetry at all is another warning's business
+    assert "no_gyro" not in keys(silent, 30.0)[0]
