@@ -109,6 +109,15 @@ class SitlCar:
             self._proc.kill()
             self._proc.wait(5.0)
 
+    def send_signal(self, sig: int) -> None:
+        """A fault of the SITL platform (firmware/sitl/src/main.cpp: SIGUSR1 jams the I2C bus,
+        SIGUSR2 unplugs the MPU-6050)."""
+        self._proc.send_signal(sig)
+
+    @property
+    def running(self) -> bool:
+        return self._proc.poll() is None
+
     def sensors(self, gyro_z: float | None) -> None:
         """The board's sensor inputs, as the world sends them: the gyro's reading."""
         self._sock.send(encode_sensors(gyro_z, None))

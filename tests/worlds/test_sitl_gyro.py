@@ -10,6 +10,7 @@ rest that setup() measured while the car stood still.
 from __future__ import annotations
 
 import math
+import signal
 import time
 
 import numpy as np
@@ -99,5 +100,36 @@ def test_the_chips_output_at_rest_is_measured_at_boot_and_taken_off() -> None:
             assert seen is not None and abs(seen) <= one_count, seen
             seen = reported(car, raw, zero + 1.0, 1.0, tol=1.5 * one_count)
             assert seen is not None and abs(seen - 1.0) <= 1.5 * one_count, seen
+        finally:
+            raw.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_chip_that_stops_answering_leaves_no_gyro_and_the_car_still_stops() -> None:
+    """A loose wire (SIGUSR2: the chip answers no more, each try costing the I2C timeout)
+    while the car drives: its gyro goes null, and the safety task, which reads the chip,
+    still stops the wheels on the MZ01 watchdog and never trips its own."""
+    address = free_address()
+    with SitlCar(address, robot_id=7, imu=True) as car:
+        raw = RawCar(address, 7)
+        try:
+            assert reported(car, raw, 0.3, chip(0.3)) is not None
+            raw.sync()
+            raw.arm()
+            raw.drive_for(0.5, 0.5, 0.2)
+            car.send_signal(signal.SIGUSR2)
+            raw.drive_for(0.5, 0.5, 0.3)  # through the chip's ten failed reads
+            last_drive = raw.last_drive_sent
+            assert last_drive is not None
+            tel = raw.wait_disarmed(timeout=3.0)  # no more DRIVEs: the watchdog
+            assert tel.reason == "watchdog", tel
+            car.wait_for(lambda fw: fw.wheels == (0.0, 0.0), 5.0, "the wheels to stop")
+            stopped = next(t for t, wheels in car.wheel_log
+                           if t > last_drive and wheels == (0.0, 0.0))
+            print(f"\nwheels stopped {stopped - last_drive:.3f} s after the last DRIVE")
+            assert stopped - last_drive <= 0.3 + 0.25
+            car.sensors(0.3)
+            assert raw.hello(timeout=2.0).gyro_z is None
+            assert car.running  # no panic: the task watchdog never fired
         finally:
             raw.close()

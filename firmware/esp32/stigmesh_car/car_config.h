@@ -140,7 +140,7 @@
 #define IMU_I2C_ADDR 0x68
 #define IMU_YAW_SIGN 1           // -1 if the chip is mounted upside down
 #define IMU_MAX_AGE_US 50000     // telemetry carries a sample at most this old
-#define IMU_MAX_FAILURES 10      // failed reads in a row before the chip is given up
+#define IMU_MAX_FAILURES 10      // failed reads (since boot) before the chip is given up
 // Its zero-rate output, up to +-20 deg/s on an MPU-6050, is measured in setup():
 // the mean of these readings, when they spread less than a still car's would.
 #define IMU_SETTLE_MS 50

@@ -27,7 +27,7 @@ constexpr float LSB_PER_DPS = 65.5f;
 constexpr float RAD_PER_LSB = (float)(3.14159265358979323846 / 180.0) / LSB_PER_DPS;
 
 bool s_present = false;  // setup() and then the safety task only
-uint8_t s_failures = 0;  // safety task only
+uint8_t s_failures = 0;  // failed reads since boot; safety task only
 float s_zero = 0.0f;     // counts at rest, measured in setup()
 
 portMUX_TYPE s_lock = portMUX_INITIALIZER_UNLOCKED;
@@ -131,11 +131,10 @@ void imu_poll(uint64_t now_us)
     int16_t counts;
     if (!read_counts(&counts)) {
         if (++s_failures >= IMU_MAX_FAILURES) {
-            s_present = false;  // a broken or unplugged chip costs the safety task no more
+            s_present = false;  // a broken or loose chip costs the safety task no more
         }
         return;
     }
-    s_failures = 0;
     const float rate = (float)IMU_YAW_SIGN * ((float)counts - s_zero) * RAD_PER_LSB;
     taskENTER_CRITICAL(&s_lock);
     s_rate = rate;
@@ -147,7 +146,8 @@ void imu_poll(uint64_t now_us)
 bool imu_gyro_z(uint64_t now_us, float *rad_s)
 {
     taskENTER_CRITICAL(&s_lock);
-    const bool fresh = s_have && now_us >= s_at_us && now_us - s_at_us <= IMU_MAX_AGE_US;
+    // A sample read after now_us was taken (the safety task runs beside) is fresh too.
+    const bool fresh = s_have && (s_at_us >= now_us || now_us - s_at_us <= IMU_MAX_AGE_US);
     const float rate = s_rate;
     taskEXIT_CRITICAL(&s_lock);
     if (fresh) {

@@ -22,8 +22,9 @@ bool imu_begin();
 // The zero-rate output imu_begin() measured, deg/s (0: none, or the car moved).
 float imu_zero_dps();
 
-// Safety task: read the yaw rate once. After IMU_MAX_FAILURES failed reads in
-// a row the chip is given up (no more bus time spent on it until a reset).
+// Safety task: read the yaw rate once. After IMU_MAX_FAILURES failed reads the
+// chip is given up (no more bus time spent on it until a reset): a failing read
+// can cost the tick the I2C timeout, so this bounds what a loose wire costs.
 void imu_poll(uint64_t now_us);
 
 // Command task: the newest yaw rate in rad/s (counter-clockwise seen from

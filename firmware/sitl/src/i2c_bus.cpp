@@ -11,8 +11,10 @@
 // INVRT and OUTNE, the MPU-6050's other sensors, its filter and sample rate,
 // the line sensor at 0x20 (the sketch never talks to it).
 //
-// A fault for tests: SIGUSR1 jams the bus (sitl::jam_i2c): every transaction
-// from then on hangs, ignoring Wire's timeout, as a stuck driver would.
+// Faults for tests: SIGUSR1 jams the bus (sitl::jam_i2c): every transaction
+// from then on hangs, ignoring Wire's timeout, as a stuck driver would; SIGUSR2
+// unplugs the MPU-6050 (sitl::unplug_imu): its address is not acknowledged, and
+// each try takes Wire's timeout, as a chip holding the bus would.
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -163,6 +165,7 @@ private:
 
 std::mutex s_bus;  // one transaction at a time, as on the wire
 std::atomic<bool> s_jammed{false};
+std::atomic<bool> s_imu_unplugged{false};
 Pca9685 s_pca9685;
 Mpu6050 s_mpu6050;
 bool s_reported = false;
@@ -206,6 +209,30 @@ void sitl::jam_i2c()
 {
     s_jammed.store(true);  // async-signal-safe: a lock-free atomic store
 }
+
+void sitl::unplug_imu()
+{
+    s_imu_unplugged.store(true);
+}
+
+namespace {
+
+// Whether the MPU-6050 answers its address; a chip gone costs each try Wire's timeout.
+bool imu_answers(uint16_t timeout_ms)
+{
+    if (!sitl::options().imu) {
+        return false;
+    }
+    if (s_imu_unplugged.load()) {
+        timespec t = {(time_t)(timeout_ms / 1000), (long)(timeout_ms % 1000) * 1000000L};
+        while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+        }
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
 
 bool TwoWire::begin(int, int, uint32_t frequency)
 {
@@ -259,7 +286,7 @@ uint8_t TwoWire::endTransmission(bool)
         wire_time(1000, clock_hz_);  // stuck, for good
     }
     wire_time(1 + tx_len_, clock_hz_);  // address byte, then the data
-    if (address_ == MPU6050_ADDRESS && sitl::options().imu) {
+    if (address_ == MPU6050_ADDRESS && imu_answers(timeout_ms_)) {
         s_mpu6050.write(tx_, tx_len_);
         return I2C_OK;
     }
@@ -286,7 +313,7 @@ size_t TwoWire::requestFrom(uint16_t address, size_t size, bool)
         wire_time(1000, clock_hz_);  // stuck, for good
     }
     wire_time(1 + size, clock_hz_);
-    if (address != MPU6050_ADDRESS || !sitl::options().imu) {
+    if (address != MPU6050_ADDRESS || !imu_answers(timeout_ms_)) {
         return 0;  // no device answers its address
     }
     s_mpu6050.read(rx_, size);

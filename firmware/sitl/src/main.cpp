@@ -10,7 +10,8 @@
 // esp_random() (the world's draws of the boot nonce and token), --reset-reason
 // esp_reset_reason(), --imu 1 an MPU-6050 on the I2C bus whose yaw rate is the
 // world's gyro reading (0, the default: the kit as sold, no gyro). Started by the world (worlds/sitl_host.py) or a test
-// bench; it exits when the world's end of --world-fd closes. SIGUSR1 jams the
+// bench; it exits when the world's end of --world-fd closes. SIGUSR2 unplugs
+// the MPU-6050 (it answers no more). SIGUSR1 jams the
 // I2C bus, a test's stand-in for a stuck driver.
 #include <arpa/inet.h>
 #include <signal.h>
@@ -133,6 +134,7 @@ int main(int argc, char **argv)
 {
     sitl::parse_options(argc, argv);
     signal(SIGUSR1, [](int) { sitl::jam_i2c(); });
+    signal(SIGUSR2, [](int) { sitl::unplug_imu(); });
     sitl::world_link_start();
     if (xTaskCreatePinnedToCore(loop_task, "loopTask", 8192, nullptr, 1, nullptr, 1) != pdPASS) {
         sitl::fatal("cannot start the loop task");

@@ -71,6 +71,8 @@ void camera_deliver(uint32_t id, bool ok, uint64_t capture_us, const uint8_t *jp
 
 // A test fault (SIGUSR1): the I2C bus hangs from now on (i2c_bus.cpp).
 void jam_i2c();
+// A test fault (SIGUSR2): the MPU-6050 answers no more, a loose wire (i2c_bus.cpp).
+void unplug_imu();
 
 // Simulated network rules (lwip.cpp).
 bool same_sim_network(uint32_t a, uint32_t b);
