@@ -42,7 +42,12 @@ def write(sections: Sequence[Section], out: Path, *, quick: bool, measured: str,
         "`tools.replay` from the run logs on a 10 Hz time base, and only while the agent "
         "holds a track (an agent drops its track after its `track_timeout` without news; "
         "how long it holds one is measured on its own). \"After 20 s\" is run time. "
-        "p-values are two-sided (Wilcoxon signed-rank when paired by seed).",
+        "p-values are two-sided (Wilcoxon signed-rank when paired by seed). Every "
+        "simulated car carries a yaw-rate gyro (an arena's `car_model.gyro`, true by "
+        "default): the Freenove FNK0053 has none, and a real car is the car measured here "
+        "only with an MPU-6050 added (`firmware/README.md`, \"A gyro\"); the fault-free "
+        "scenes without one: README.md, \"Without a gyro\" "
+        "(`stigmesh sweep scenarios/FILE.toml --over gyro=1,0`).",
         "",
     ]
     text = "\n".join(head) + "\n" + "\n".join(s.md() for s in sections)
