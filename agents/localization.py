@@ -62,7 +62,7 @@ apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
 time-aware entry point. The geometry (motion step, range-bearing model, the
 pose from tags alone) is :mod:`agents.pose_geometry`.
 
-Why one module of ~580 lines: it is one filter. Its rewind-and-replay of held
+Why one module of ~600 lines: it is one filter. Its rewind-and-replay of held
 inputs (and of ramped gyro rates), its gates, its rules for losing the pose and
 its local frame while turning act on one state, and read best side by side; the
 motion model, the settings and the result types (:class:`UpdateResult`,
@@ -180,6 +180,11 @@ class PoseEKF:
         return 0.0 if self._rate_psd is None else self._rate_psd
 
     @property
+    def held(self) -> HeldInputs | None:
+        """The inputs held now: the newest sample and when it was taken (None before one)."""
+        return self._held
+
+    @property
     def has_pose(self) -> bool:
         return self._x is not None and not self._local
 
@@ -258,16 +263,18 @@ class PoseEKF:
 
     def predict_to(
         self, t: float, duty_left: float, duty_right: float, gyro_z: float | None = None,
-        gyro_error: float | None = None,
+        gyro_error: float | None = None, *, new_sample: bool = False,
     ) -> None:
         """Advance to time ``t`` (not before the filter time) with these inputs held
         (``gyro_error``: the rate's error σ, rad/s, when it is known better than
         ``LocalizerParams.gyro_error``: the rate less a learnt bias).
 
-        Inputs that differ from the last ones are a new sample taken at the filter's
-        time: the interval since the previous gyro sample is integrated again with the
-        rate ramped between the two (back to the last update at most, which stays as
-        applied), and the rate's wander is estimated from the change.
+        Inputs that differ from the last ones, or any when ``new_sample`` (the car's
+        telemetry brought them: a quantized gyro may read the same value twice), are a
+        new sample taken at the filter's time: the interval since the previous gyro sample
+        is integrated again with the rate ramped between the two (back to the last update
+        at most, which stays as applied), and the rate's wander is estimated from the
+        change.
         """
         require(math.isfinite(t), "t must be finite")
         require(t >= self._t, f"predict_to({t}) is before the filter time {self._t}")
@@ -277,8 +284,8 @@ class PoseEKF:
         require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
         require(gyro_error is None or (math.isfinite(gyro_error) and gyro_error > 0.0),
                 "gyro_error must be finite and > 0, or None")
-        if self._held is None or self._held.sample() != (duty_left, duty_right, gyro_z,
-                                                         gyro_error):
+        if new_sample or self._held is None or self._held.sample() != (
+                duty_left, duty_right, gyro_z, gyro_error):
             self._new_sample(duty_left, duty_right, gyro_z, gyro_error)
         assert self._held is not None
         self._advance(t, self._held)

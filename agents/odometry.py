@@ -35,6 +35,7 @@ class Odometry:
         self.duty = (0.0, 0.0)
         self.gyro: float | None = None
         self.gyro_error: float | None = None  # the corrected rate's error σ (None: default)
+        self._sampled = False  # car_status brought inputs the localizer has not yet taken
         # The last pose, dead-reckoned from the duties and gyro once the localizer lost it.
         self.reckoned: tuple[float, float, float] | None = None
 
@@ -49,6 +50,7 @@ class Odometry:
         self.gyro_error = (
             None if self.gyro is None
             else self.gyro_bias.residual_std(self.config.localizer.error_correlation_time))
+        self._sampled = True
 
     def advance(self, t: float) -> None:
         """The localizer (or, without a pose, the dead reckonings) to time ``t`` under the
@@ -57,7 +59,8 @@ class Odometry:
             t0 = self.localizer.t
             dt = t - t0
             self.localizer.predict_to(t, self.duty[0], self.duty[1], self.gyro,
-                                      self.gyro_error)
+                                      self.gyro_error, new_sample=self._sampled)
+            self._sampled = False
             pose = self.localizer.pose
             if pose is not None:
                 self.backfill.clear()

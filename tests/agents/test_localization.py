@@ -280,6 +280,39 @@ def test_heading_variance_covers_a_rate_that_jumps_at_random_times() -> None:
         assert error2 / variance == pytest.approx(expected, rel=0.35)
 
 
+def test_a_reading_the_car_repeats_is_still_a_new_sample() -> None:
+    """A quantized gyro (an MPU-6050 counts 1/65.5 deg/s) can read the same value in two
+    telemetries. Told that each is a sample (``new_sample``, as the odometry does), the
+    filter ramps each interval and adds the bridge's q·Δ³/12; taken by value it would hold
+    the first of them and add q·a³/3 for the whole stretch, a q it no longer learns."""
+    params = LocalizerParams(gyro_error=1e-4, max_position_trace=1e3, max_heading_var=1e3)
+    span, repeats = 0.1, 10
+
+    def stretch(new_sample: bool) -> tuple[float, float]:
+        """(heading variance the repeated stretch added, q when it began)."""
+        ekf = PoseEKF(TAGS, params=params, t0=0.0)
+        ekf.set_pose(2.5, 2.5, 0.0, np.diag([1e-6, 1e-6, 1e-8]))
+        readings = [0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.5]  # a wander to learn, then steady
+        for k, w in enumerate(readings, start=1):
+            ekf.predict_to(k * span, 0.0, 0.0, gyro_z=w, new_sample=new_sample)
+        before, q = cov_of(ekf)[2, 2], ekf.rate_psd
+        for k in range(len(readings) + 1, len(readings) + 1 + repeats):
+            ekf.predict_to(k * span, 0.0, 0.0, gyro_z=0.5, new_sample=new_sample)
+        return cov_of(ekf)[2, 2] - before, q
+
+    # As samples: a bridge per ramped interval (q decaying), the newest held for one span.
+    added, q = stretch(new_sample=True)
+    assert 0.0 < added <= 1.05 * (repeats * q * span**3 / 12 + q * span**3 / 3)
+    # By value: the first of them (taken at 0.6 s) held to the end, a = 1.1 s, with q kept.
+    held, q_held = stretch(new_sample=False)
+    assert q_held == pytest.approx(q)
+    a = (repeats + 1) * span
+    print(f"\nrepeated stretch: {added:.2e} as samples, {held:.2e} held "
+          f"(q·a³/3 = {q * a**3 / 3:.2e})")
+    assert held == pytest.approx(q * (a**3 - span**3) / 3, rel=0.1)
+    assert held > 50 * added
+
+
 # --------------------------------------------------------------------------- time
 
 
