@@ -3,8 +3,8 @@ driver (firmware/esp32/stigmesh_car/imu_gyro.cpp) from the SITL bus's chip model
 
 The kit has no gyro; a car without the chip reports ``gyro_z`` null whatever the world
 reads, a car with one reports the world's reading as the chip gives it: in counts of
-1/65.5 deg/s (its +-500 deg/s range), clipped at its limits, less the chip's output at
-rest that setup() measured while the car stood still.
+1/65.5 deg/s (its +-500 deg/s range; beyond it, saturated, none), less the chip's output
+at rest that setup() measured while the car stood still.
 """
 
 from __future__ import annotations
@@ -59,10 +59,10 @@ def test_an_mpu6050_on_the_bus_gives_the_telemetry_its_gyro() -> None:
                 assert abs(want - rate) <= math.radians(0.5 / LSB_PER_DPS) + 1e-7
                 seen = reported(car, raw, rate, want)
                 assert seen is not None and math.isclose(seen, want, abs_tol=1e-7), (rate, seen)
-            # Beyond +-500 deg/s (8.73 rad/s) the chip clips; the sketch reports the limit.
-            seen = reported(car, raw, 20.0, chip(20.0))
-            assert seen is not None and math.isclose(seen, math.radians(32767 / LSB_PER_DPS),
-                                                     rel_tol=1e-6), seen
+            # Beyond +-500 deg/s (8.73 rad/s) the chip saturates: no reading, null.
+            assert reported(car, raw, 20.0, None) is None
+            assert reported(car, raw, -20.0, None) is None
+            assert reported(car, raw, 1.0, chip(1.0)) == pytest.approx(chip(1.0), abs=1e-7)
             assert any("gyro 1" in line for line in car.serial), car.serial
         finally:
             raw.close()

@@ -135,6 +135,9 @@ void imu_poll(uint64_t now_us)
         }
         return;
     }
+    if (counts == INT16_MAX || counts == INT16_MIN) {
+        return;  // saturated (beyond +-500 deg/s): no reading, the telemetry says null
+    }
     const float rate = (float)IMU_YAW_SIGN * ((float)counts - s_zero) * RAD_PER_LSB;
     taskENTER_CRITICAL(&s_lock);
     s_rate = rate;

@@ -28,5 +28,6 @@ float imu_zero_dps();
 void imu_poll(uint64_t now_us);
 
 // Command task: the newest yaw rate in rad/s (counter-clockwise seen from
-// above positive) when one was read within IMU_MAX_AGE_US of now_us.
+// above positive) when one was read within IMU_MAX_AGE_US of now_us (a
+// saturated reading is none).
 bool imu_gyro_z(uint64_t now_us, float *rad_s);
