@@ -21,7 +21,8 @@ within the interval, as on a real car whose commands and telemetry run on two cl
 jumps at one fixed phase s of the interval leave 12·(1/2 - s/Δ)² of the claimed
 variance (tests/agents/test_localization.py). In lockstep, where a car's commands follow
 its telemetry, the simulated cars' jumps fall mid-interval more often than uniformly, and
-the filter claims 1.9-2.8x the ramp's actual error² per interval (measured, see the test).
+the filter claimed 1.9-2.8x the ramp's actual error² per interval (measured once, on
+2026-12-05, as the test's docstring says; no test reruns it).
 What the samples cannot see (a rotation between two samples that alias it,
 a collision) stays unmodelled.
 

@@ -264,7 +264,8 @@ def test_heading_variance_covers_a_rate_that_jumps_at_random_times() -> None:
     12·(1/2 - s/Δ)² of the model: jumps just after a sample are under-claimed (1.9x at
     s = 0.1·Δ), jumps near the middle over-claimed. A real car's telemetry and the agent's
     commands run on two clocks whose phases drift: the uniform case. In lockstep a car's
-    commands follow its telemetry: measured on the shipped arenas (seed 1, 20-30 s, every
+    commands follow its telemetry: measured once (2026-12-05, a script outside the
+    repository, not this test) on the shipped arenas (seed 1, 20-30 s, every
     interval of every car against the world's yaw at each millisecond), the effective jump
     times of eight_cars fell at 0.12-0.58 of the interval (10th-90th percentile), 0.61 of
     the uniform case's error², and the model's per-interval variance was 2.8x (eight_cars),

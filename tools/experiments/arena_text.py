@@ -57,12 +57,12 @@ def run_arena_text(arena_file: str, place: tuple[float, float] | None,
 
 
 def check_run_arena_text(text: str, arena_file: str, arena: Arena, *, hidden: bool,
-                         car_model_sets: bool, source: str, line: int) -> None:
+                         sets_car_model: bool, source: str, line: int) -> None:
     """``text`` reads back to ``arena``'s target (when ``hidden``) and car constants (when
-    the scenario sets some); a FileError at ``source`` if not."""
+    ``sets_car_model``: the scenario sets some); a FileError at ``source`` if not."""
     if hidden:
         check_hidden_arena_text(text, arena_file, arena.target, source=source, line=line)
-    if car_model_sets:
+    if sets_car_model:
         why = f"the arena ({arena_file}) with the scenario's car constants"
         try:
             again = parse_arena(text, arena_file, Path(arena_file).parent)

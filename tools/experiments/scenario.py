@@ -159,7 +159,7 @@ class Scenario:
         if text is not None:
             check_run_arena_text(text, self.arena_file or self.arena.source, self.arena,
                                  hidden=self.target_place is not None,
-                                 car_model_sets=bool(self.car_model_sets), source=self.source,
+                                 sets_car_model=bool(self.car_model_sets), source=self.source,
                                  line=self.hide.line if self.hide is not None else 0)
 
     def with_car_model(self, **changes: bool | float) -> Scenario:
