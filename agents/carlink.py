@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.observations import ObservationBatch, ObservationError, TagSighting
+from agents.odometry import GyroAngle
 from protocol.errors import RejectCounters
 from protocol.mz01.session import ControllerSession, SessionState
 from protocol.mz01.simobs import Sighting, SimObsError, SimObservation, parse_sim
@@ -31,6 +32,7 @@ class CarUpdate:
     duty: tuple[float, float]
     gyro_z: float | None
     batch: ObservationBatch | None
+    gyro_angle: GyroAngle | None = None
 
 
 def to_batch(
@@ -79,7 +81,8 @@ class CarAdapter:
         if t is None or t is self._seen:
             return None
         self._seen = t
-        return CarUpdate(now, t, t.duty, t.gyro_z, self._observation(t, now))
+        angle = None if t.gyro_angle is None else GyroAngle(t.boot, t.uptime_ms, t.gyro_angle)
+        return CarUpdate(now, t, t.duty, t.gyro_z, self._observation(t, now), angle)
 
     def _observation(self, t: Telemetry, now: float) -> ObservationBatch | None:
         if t.sim is None or "obs_ms" not in t.sim:

@@ -49,7 +49,7 @@ from agents.gyro_bias import GyroBias
 from agents.localization import EMPTY, PoseEKF
 from agents.navigation import BeliefView, Navigator, TrackView
 from agents.observations import Detection, ObservationBatch
-from agents.odometry import Odometry
+from agents.odometry import GyroAngle, Odometry
 from agents.outputs import Outgoing, OutPatch, Outputs, OutSnapshot, Record, Send
 from agents.peer_clock import hold, peer_time, release, to_local
 from agents.peers import Address, Peer, PeerTable
@@ -131,11 +131,13 @@ class AgentCore:
     # ---------------------------------------------------------------- inputs
 
     def on_car_status(
-        self, now: float, duty_left: float, duty_right: float, gyro_z: float | None
+        self, now: float, duty_left: float, duty_right: float, gyro_z: float | None,
+        angle: GyroAngle | None = None,
     ) -> None:
-        """The duties the car applies now and its gyro rate: the localizer's inputs (the rate
-        less the gyro's bias, learnt while the car stands still)."""
-        self.odometry.car_status(now, duty_left, duty_right, gyro_z)
+        """The duties the car applies now, its gyro rate and integrated angle: the
+        localizer's inputs (the rate less the gyro's bias, learnt while the car stands
+        still)."""
+        self.odometry.car_status(now, duty_left, duty_right, gyro_z, angle)
 
     def on_observations(self, batch: ObservationBatch, now: float) -> None:
         """A sensor frame: wall tags localize, the target becomes a detection."""

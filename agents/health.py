@@ -49,6 +49,8 @@ class Health:
     _telemetry_since: float | None = None
     _last_telemetry: float = -math.inf
     _last_gyro: float = -math.inf
+    _gyro_since: float | None = None  # the first gyro reading
+    _last_angle: float = -math.inf
     _peer_seen: bool = False
     _active: dict[str, Warning] = field(default_factory=dict)
 
@@ -77,13 +79,18 @@ class Health:
                 self._reboots += 1
             self._boot = boot
 
-    def telemetry(self, now: float, gyro: bool) -> None:
-        """A telemetry object from the car, with a gyro reading or without (``null``)."""
+    def telemetry(self, now: float, gyro: bool, angle: bool = False) -> None:
+        """A telemetry object from the car, with a gyro reading or without (``null``), and
+        with the gyro's integrated angle or without."""
         if self._telemetry_since is None:
             self._telemetry_since = now
         self._last_telemetry = now
         if gyro:
             self._last_gyro = now
+            if self._gyro_since is None:
+                self._gyro_since = now
+        if angle:
+            self._last_angle = now
 
     def tag_seen(self, now: float) -> None:
         self._last_tag = now
@@ -122,6 +129,13 @@ class Health:
                                    f"for {without:.0f} s: the heading rests on the wheels, "
                                    "which slip in turns; add an MPU-6050 on its I2C bus "
                                    "(firmware/README.md, \"A gyro\")"))
+        if self._gyro_since is not None:
+            without = self._last_gyro - max(self._last_angle, self._gyro_since)
+            if without > NO_GYRO_FOR:
+                out.append(Warning("no_gyro_angle", f"the car's gyro readings have come without "
+                                   f"gyro_angle for {without:.0f} s: its firmware predates it, "
+                                   "and 10 Hz rate samples miss turns; flash the sketch in "
+                                   "firmware/esp32/stigmesh_car"))
         if self._reboots:
             out.append(Warning("car_rebooted", f"the car rebooted {self._reboots} time(s) "
                                "during this run: check its power"))

@@ -26,6 +26,13 @@ the filter claimed 1.9-2.8x the ramp's actual error² per interval (measured onc
 What the samples cannot see (a rotation between two samples that alias it,
 a collision) stays unmodelled.
 
+A car that integrates its gyro (telemetry's ``gyro_angle``, :mod:`agents.odometry`)
+also says how far it turned between two samples: the interval's mean rate. The ramp is
+then lifted to integrate to it, and the interval's end carries no wander term, only the
+timing of the two angles (when they were taken on the car's clock against when they
+arrived); an update inside the interval leaves only the part after it to integrate
+again, and that part keeps the wander term.
+
 **Updates**: a tag is a range-bearing landmark, gated at χ²(2) = 9.21 on the
 normalised innovation squared (NIS); a pose fix is gated at χ²(3) = 11.34.
 
@@ -265,6 +272,7 @@ class PoseEKF:
     def predict_to(
         self, t: float, duty_left: float, duty_right: float, gyro_z: float | None = None,
         gyro_error: float | None = None, *, new_sample: bool = False,
+        interval: tuple[float, float] | None = None,
     ) -> None:
         """Advance to time ``t`` (not before the filter time) with these inputs held
         (``gyro_error``: the rate's error σ, rad/s, when it is known better than
@@ -275,7 +283,9 @@ class PoseEKF:
         new sample taken at the filter's time: the interval since the previous gyro sample
         is integrated again with the rate ramped between the two (back to the last update
         at most, which stays as applied), and the rate's wander is estimated from the
-        change.
+        change. ``interval`` (with a new sample): the mean rate over that interval, from
+        the car's integrated angle, and the heading variance its timing adds; the interval
+        is integrated again at that rate instead of the ramp, without the wander term.
         """
         require(math.isfinite(t), "t must be finite")
         require(t >= self._t, f"predict_to({t}) is before the filter time {self._t}")
@@ -285,14 +295,18 @@ class PoseEKF:
         require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
         require(gyro_error is None or (math.isfinite(gyro_error) and gyro_error > 0.0),
                 "gyro_error must be finite and > 0, or None")
+        require(interval is None or (math.isfinite(interval[0]) and math.isfinite(interval[1])
+                                     and interval[1] >= 0.0),
+                "interval must be a finite rate and a variance >= 0, or None")
         if new_sample or self._held is None or self._held.sample() != (
                 duty_left, duty_right, gyro_z, gyro_error):
-            self._new_sample(duty_left, duty_right, gyro_z, gyro_error)
+            self._new_sample(duty_left, duty_right, gyro_z, gyro_error, interval)
         assert self._held is not None
         self._advance(t, self._held)
 
     def _new_sample(self, duty_left: float, duty_right: float, gyro_z: float | None,
-                    gyro_error: float | None = None) -> None:
+                    gyro_error: float | None = None,
+                    interval: tuple[float, float] | None = None) -> None:
         old, now = self._held, self._t
         if old is not None and old.gyro_z is not None and gyro_z is not None:
             span = now - old.sampled_at
@@ -302,20 +316,47 @@ class PoseEKF:
                 weight = 1.0 - math.exp(-span / self.params.rate_change_window)
                 psd = self._rate_psd
                 self._rate_psd = seen if psd is None else psd + weight * (seen - psd)
-                self._ramp(old, slope, self._rate_psd)
+                if interval is None:
+                    self._ramp(old, slope, self._rate_psd)
+                else:
+                    self._ramp_to_angle(old, gyro_z, slope, interval)
         psd = 0.0 if self._rate_psd is None else self._rate_psd
         self._held = HeldInputs(duty_left, duty_right, gyro_z, now, rate_psd=psd,
                              gyro_error=gyro_error)
 
     def _ramp(self, old: HeldInputs, slope: float, psd: float) -> None:
         """Integrate again, since ``old`` was sampled, with its rate ramped to the new one."""
-        start = max(old.sampled_at, self._t_last_update)
+        self._again(replace(old, gyro_slope=slope, next_sample=self._t, rate_psd=psd))
+
+    def _ramp_to_angle(self, old: HeldInputs, rate: float, slope: float,
+                       interval: tuple[float, float]) -> None:
+        """Integrate again, since ``old`` was sampled, with its rate ramped to the new one
+        ``rate`` and lifted so that the interval integrates to its mean rate, ``interval[0]``
+        (the car's angle). Its timing variance ``interval[1]`` is spread over it; the wander
+        about the line is no error at the interval's ends, but is inside it: when an update
+        fell inside, only the part after it is integrated again, and keeps the wander term."""
+        assert old.gyro_z is not None
+        lift = interval[0] - 0.5 * (old.gyro_z + rate)
+        partial = self._again_from(old) > old.sampled_at
+        self._again(replace(old, gyro_z=old.gyro_z + lift, gyro_slope=slope,
+                            next_sample=self._t, rate_psd=self.rate_psd if partial else 0.0,
+                            angle_var=interval[1]))
+
+    def _again_from(self, inputs: HeldInputs) -> float:
+        """Where integrating again under ``inputs`` starts: their sample, the last update,
+        or the oldest history kept, whichever is latest."""
+        start = max(inputs.sampled_at, self._t_last_update)
         if self._history:
             start = max(start, self._history[0].t0)
+        return start
+
+    def _again(self, inputs: HeldInputs) -> None:
+        """Integrate again under ``inputs`` since they were sampled (back to the last update
+        at most)."""
+        start = self._again_from(inputs)
         if self._x is None or start >= self._t:
             return
-        ramp = replace(old, gyro_slope=slope, next_sample=self._t, rate_psd=psd)
-        self._replay([replace(seg, inputs=ramp) for seg in self._rewind(start)])
+        self._replay([replace(seg, inputs=inputs) for seg in self._rewind(start)])
 
     def _advance(self, t1: float, u: HeldInputs) -> None:
         if t1 <= self._t:

@@ -23,6 +23,7 @@ from agents.core import AgentCore, OutPatch, OutSnapshot, Send
 from agents.faults import Byzantine, ByzantineSpec, CellArrays
 from agents.navigation import NavDecision
 from agents.observations import ObservationBatch, PoseFix, TagSighting
+from agents.odometry import GyroAngle
 from agents.rejections import RejectionSampler
 from protocol.swarm import Message, SwarmReceiver, SwarmSender, Track
 from protocol.swarm.codec import decode_payload
@@ -147,10 +148,12 @@ class SwarmNode:
         self._collect(now)
 
     def car_status(
-        self, now: float, duty: tuple[float, float], gyro_z: float | None
+        self, now: float, duty: tuple[float, float], gyro_z: float | None,
+        angle: GyroAngle | None = None,
     ) -> None:
-        self.log("car", t=now, duty=duty, gyro=gyro_z)
-        self.core.on_car_status(now, duty[0], duty[1], gyro_z)
+        self.log("car", t=now, duty=duty, gyro=gyro_z,
+                 angle=None if angle is None else list(angle))
+        self.core.on_car_status(now, duty[0], duty[1], gyro_z, angle)
 
     def observations(
         self, batch: ObservationBatch, now: float, stages: dict[str, float] | None = None
@@ -264,7 +267,9 @@ def replay_inputs(
             addr = (str(line["addr"][0]), int(line["addr"][1]))
             core.on_peer_discovered(line["peer"], addr, line["epoch"], t)
         elif event == "car":
-            core.on_car_status(t, line["duty"][0], line["duty"][1], line["gyro"])
+            angle = line.get("angle")  # absent from logs before 2026-12-05
+            core.on_car_status(t, line["duty"][0], line["duty"][1], line["gyro"],
+                               None if angle is None else GyroAngle(*angle))
         elif event == "obs":
             core.on_observations(batch_from_fields(line), t)
         elif event == "tick":

@@ -12,6 +12,7 @@ navigator how uncertain the pose is (:meth:`Odometry.heading_std`,
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,7 +20,20 @@ from agents.backfill import Backfill
 from agents.config import AgentConfig
 from agents.gyro_bias import GyroBias
 from agents.localization import PoseEKF
-from agents.pose_geometry import motion_step
+from agents.pose_geometry import motion_step, wrap_angle
+
+MAX_ANGLE_SPAN = 0.5
+"""s: the longest car-clock span two angles are differenced over (a longer one, after lost
+telemetry, falls back to the rate samples)."""
+UPTIME_RESOLUTION = 1e-3  # s: telemetry's uptime_ms
+
+
+class GyroAngle(NamedTuple):
+    """The car's integrated gyro angle (telemetry's ``gyro_angle``) and when it was taken."""
+
+    boot: int  # the car's boot nonce: angles of two boots do not compare
+    uptime_ms: int
+    angle: float  # rad, wrapped to (-pi, pi]
 
 
 class Odometry:
@@ -35,22 +49,56 @@ class Odometry:
         self.duty = (0.0, 0.0)
         self.gyro: float | None = None
         self.gyro_error: float | None = None  # the corrected rate's error σ (None: default)
+        # The mean corrected rate since the previous telemetry, from the car's integrated
+        # angle, and its timing variance (None: the rate samples are all there is).
+        self.interval: tuple[float, float] | None = None
+        self._angle: tuple[float, GyroAngle] | None = None  # (agent time, the last angle)
         self._sampled = False  # car_status brought inputs the localizer has not yet taken
         # The last pose, dead-reckoned from the duties and gyro once the localizer lost it.
         self.reckoned: tuple[float, float, float] | None = None
 
     def car_status(
-        self, now: float, duty_left: float, duty_right: float, gyro_z: float | None
+        self, now: float, duty_left: float, duty_right: float, gyro_z: float | None,
+        angle: GyroAngle | None = None,
     ) -> None:
-        """The duties the car applies now and its gyro rate: the localizer's inputs (the rate
-        less the gyro's bias, learnt while the car stands still)."""
+        """The duties the car applies now, its gyro rate and integrated angle: the
+        localizer's inputs (the rate less the gyro's bias, learnt while the car stands
+        still)."""
         self.advance(now)
         self.duty = (float(duty_left), float(duty_right))
+        previous = self.gyro
         self.gyro = self.gyro_bias.correct(now, self.duty[0], self.duty[1], gyro_z)
         self.gyro_error = (
             None if self.gyro is None
             else self.gyro_bias.residual_std(self.config.localizer.error_correlation_time))
+        self.interval = None
+        if angle is not None and self.gyro is not None:
+            if self._angle is not None and previous is not None:
+                self.interval = self._mean_rate(now, angle, previous)
+            self._angle = (now, angle)
+        else:
+            self._angle = None
         self._sampled = True
+
+    def _mean_rate(self, now: float, angle: GyroAngle,
+                   previous: float) -> tuple[float, float] | None:
+        """The mean corrected rate over the car's span since the last angle, and the variance
+        its attribution to the agent's span adds: (rate x the spans' difference)², the
+        difference being how much the two telemetries' delays differed, plus the uptime's
+        millisecond rounding. None across a reboot or a span over MAX_ANGLE_SPAN."""
+        assert self._angle is not None and self.gyro is not None
+        then, last = self._angle
+        span = (angle.uptime_ms - last.uptime_ms) / 1000.0
+        if angle.boot != last.boot or not 0.0 < span <= MAX_ANGLE_SPAN:
+            return None
+        turned = wrap_angle(angle.angle - last.angle)
+        # The whole turns a wrapped difference hides, from the rate samples at either end.
+        expected = 0.5 * (previous + self.gyro + 2.0 * self.gyro_bias.bias) * span
+        turned += 2.0 * math.pi * round((expected - turned) / (2.0 * math.pi))
+        rate = turned / span - self.gyro_bias.bias
+        mismatch = (now - then) - span
+        var = rate * rate * (mismatch * mismatch + UPTIME_RESOLUTION**2 / 6.0)
+        return rate, var
 
     def advance(self, t: float) -> None:
         """The localizer (or, without a pose, the dead reckonings) to time ``t`` under the
@@ -59,7 +107,8 @@ class Odometry:
             t0 = self.localizer.t
             dt = t - t0
             self.localizer.predict_to(t, self.duty[0], self.duty[1], self.gyro,
-                                      self.gyro_error, new_sample=self._sampled)
+                                      self.gyro_error, new_sample=self._sampled,
+                                      interval=self.interval if self._sampled else None)
             self._sampled = False
             pose = self.localizer.pose
             if pose is not None:

@@ -8,6 +8,7 @@ statuses.
 
 from __future__ import annotations
 
+import math
 import select
 import socket
 import sys
@@ -155,6 +156,9 @@ def describe(t: Telemetry) -> str:
                                                             ("camera", t.camera_ok))
     )
     gyro = "none" if t.gyro_z is None else f"{t.gyro_z:+.3f} rad/s"
+    if t.gyro_z is not None:
+        gyro += (" (no angle: firmware older than gyro_angle)" if t.gyro_angle is None
+                 else f", angle {math.degrees(t.gyro_angle):+.1f} deg")
     return (
         f"car {t.id}: {state}; boot {t.boot:08x}, token {t.token}, "
         f"uptime {t.uptime_ms / 1000:.1f} s\n"

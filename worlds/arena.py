@@ -64,6 +64,10 @@ class CarModel:
     friction: float = 0.8
     clock_drift_ppm: float = 20.0  # each car's crystal error is drawn in ±this
     gyro: bool = True
+    # The firmware integrates the gyro (telemetry's gyro_angle); false: a firmware from
+    # before it, whose telemetry has the rate alone. The model firmware only: a SITL car
+    # runs the sketch as built.
+    gyro_angle: bool = True
     gyro_noise: float = 0.02  # white noise std per sample, rad/s
     gyro_bias: float = 0.01  # std of the constant bias drawn at each boot, rad/s
     # Calibration handed to the agents, not used by the physics: the track width
@@ -240,6 +244,7 @@ def _car_model(t: Table | None) -> CarModel:
         friction=t.number("friction", d.friction, 0.05, 3.0),
         clock_drift_ppm=t.number("clock_drift_ppm", d.clock_drift_ppm, 0.0, 1000.0),
         gyro=t.boolean("gyro", d.gyro),
+        gyro_angle=t.boolean("gyro_angle", d.gyro_angle),
         gyro_noise=t.number("gyro_noise", d.gyro_noise, 0.0, 1.0),
         gyro_bias=t.number("gyro_bias", d.gyro_bias, 0.0, 1.0),
         effective_track=t.number("effective_track", d.effective_track, 0.05, 5.0),

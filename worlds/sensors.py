@@ -29,17 +29,42 @@ RayCaster = Callable[[Sequence[Point3], Sequence[Point3]], list[int]]
 LOS_STANDOFF = 0.01  # wall-tag rays end this far in front of the tag
 
 
+GYRO_READ_PERIOD = 1.0 / 150  # s: how often the car's firmware reads its gyro
+
+
 class Gyro:
-    """A yaw-rate gyro: truth plus a constant per-boot bias plus white noise."""
+    """A yaw-rate gyro: truth plus a constant per-boot bias plus white noise.
+
+    Its angle (telemetry's ``gyro_angle``) is what the car's firmware integrates from
+    readings every :data:`GYRO_READ_PERIOD`: the true heading change since the first
+    angle asked, plus the bias times the time since, plus the white noise's integral (a
+    random walk of variance noise²·period per second), wrapped to (-pi, pi]. The
+    firmware's own integration error (a straight line between readings) is not modelled:
+    the SITL car runs the real integration.
+    """
 
     def __init__(self, noise: float, bias_std: float, rng: np.random.Generator) -> None:
         self.noise = noise
         self.rng = rng
         self.bias = float(rng.normal(0.0, bias_std)) if bias_std > 0 else 0.0
+        self._start: tuple[float, float] | None = None  # (true yaw, time) of the first angle
+        self._walk = 0.0
+        self._walk_t = 0.0
 
     def read(self, true_rate: float) -> float:
         white = float(self.rng.normal(0.0, self.noise)) if self.noise > 0 else 0.0
         return true_rate + self.bias + white
+
+    def angle(self, true_yaw: float, t: float) -> float:
+        """The integrated angle at time ``t`` (s), the car's true yaw being ``true_yaw``."""
+        if self._start is None:
+            self._start, self._walk_t = (true_yaw, t), t
+        if self.noise > 0 and t > self._walk_t:
+            var = self.noise * self.noise * GYRO_READ_PERIOD * (t - self._walk_t)
+            self._walk += float(self.rng.normal(0.0, math.sqrt(var)))
+        self._walk_t = max(self._walk_t, t)
+        yaw0, t0 = self._start
+        return wrap_angle(true_yaw - yaw0 + self.bias * (t - t0) + self._walk)
 
 
 @dataclass(frozen=True)

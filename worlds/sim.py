@@ -209,7 +209,11 @@ class World:
 
     def _sensors_now(self, car: VirtualCar, t: float, fw: FirmwareModel) -> None:
         gyro, sim = self._sensor_values(car)
-        fw.set_sensors(rssi=0, gyro_z=gyro, sim=sim)
+        angle = None
+        if car.gyro is not None and self.arena.car_model.gyro_angle:
+            yaw = self.scene.cars[car.id].pose()[2]
+            angle = round(car.gyro.angle(yaw, t), 6)
+        fw.set_sensors(rssi=0, gyro_z=gyro, sim=sim, gyro_angle=angle)
 
     def _tick(self, car: VirtualCar, t: float) -> None:
         fw = car.firmware

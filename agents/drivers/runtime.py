@@ -198,7 +198,7 @@ class AgentRuntime:
             self._boot = t.boot
             if t is not self._telemetry_seen:  # a new object: does the car have a gyro?
                 self._telemetry_seen = t
-                self.health.telemetry(now, t.gyro_z is not None)
+                self.health.telemetry(now, t.gyro_z is not None, t.gyro_angle is not None)
             if self._car_heard is not None:
                 self._car_heard.set()
         synced = s.synchronized_at_time(now)

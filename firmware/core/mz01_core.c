@@ -769,6 +769,12 @@ static void w_float_or_null(writer *w, float v)
     }
 }
 
+/* Finite and |a| <= MZ01_GYRO_ANGLE_MAX, on the bit pattern as wheel_ok. */
+static bool gyro_angle_ok(float a)
+{
+    return (f32_to_bits(a) & F32_MAGNITUDE) <= MZ01_GYRO_ANGLE_MAX_BITS;
+}
+
 int mz01_telemetry_format(const mz01_car *car, uint64_t now_us,
                           const mz01_board_info *board, char *buf, size_t cap)
 {
@@ -810,6 +816,12 @@ int mz01_telemetry_format(const mz01_car *car, uint64_t now_us,
     w_str(&w, "],\"gyro_z\":");
     if (board->has_gyro_z) {
         w_float_or_null(&w, board->gyro_z);
+    } else {
+        w_str(&w, "null");
+    }
+    w_str(&w, ",\"gyro_angle\":");
+    if (board->has_gyro_angle && gyro_angle_ok(board->gyro_angle)) {
+        w_float_or_null(&w, board->gyro_angle);
     } else {
         w_str(&w, "null");
     }

@@ -193,11 +193,20 @@ mz01_destinations mz01_car_tick(mz01_car *car, uint64_t now_us);
 size_t mz01_probe_reply(const uint8_t *req, size_t len, uint64_t now_us,
                         uint8_t reply[MZ01_PROBE_REPLY_LEN]);
 
+/* The reader's bound on |gyro_angle| (MZ01.md: 3.1416, pi rounded up past
+ * binary32's pi) as the bit pattern of the largest binary32 within it. */
+#define MZ01_GYRO_ANGLE_MAX 3.1416
+#define MZ01_GYRO_ANGLE_MAX_BITS 0x40490FF9u /* 3.14159989f */
+
 /* Board values that the state machine does not hold. */
 typedef struct {
-    int8_t rssi_dbm;   /* Wi-Fi signal in dBm; 0 in simulation */
-    bool has_gyro_z;   /* false: "gyro_z": null */
-    float gyro_z;      /* rad/s; a non-finite value is written as null */
+    int8_t rssi_dbm;      /* Wi-Fi signal in dBm; 0 in simulation */
+    bool has_gyro_z;      /* false: "gyro_z": null */
+    float gyro_z;         /* rad/s; a non-finite value is written as null */
+    bool has_gyro_angle;  /* false: "gyro_angle": null */
+    float gyro_angle;     /* rad, wrapped to (-pi, pi]; a value a reader would
+                           * refuse (not finite, or beyond MZ01_GYRO_ANGLE_MAX)
+                           * is written as null */
 } mz01_board_info;
 
 /* Writes the telemetry JSON object of `car` at uptime now_us into buf

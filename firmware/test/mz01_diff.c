@@ -10,13 +10,15 @@
  *   tick T_US                               ->  tick STATE SENT TEL
  *   health T_US MOTOR_OK CAMERA_OK          ->  health STATE
  *   probe T_US HEX|-                        ->  probe REPLY_HEX|- STATE
+ *   sensors T_US Z_BITS|- ANGLE_BITS|-      ->  sensors STATE
  *
  * STATE is ARMED ESTOP TOKEN LEFT_BITS RIGHT_BITS BOUND TELEMETRY_TO LAST_SEQ
  * LAST_FEED_US LAST_TELEMETRY_US MOTOR_OK CAMERA_OK REASON, with wheels as
  * 8 hex digits of their binary32 pattern, endpoints IP:PORT or -, reason -
  * for "". SENT is IP:PORT joined by ',' or -; TEL is the telemetry JSON sent
- * in the step (rssi 0, no gyro) or - when nothing was sent. Exit 2 on a
- * malformed line.
+ * in the step (rssi 0, the gyro as the last `sensors` step set it: gyro_z and
+ * gyro_angle as 8 hex digits of binary32, - for null; none before the first)
+ * or - when nothing was sent. Exit 2 on a malformed line.
  */
 #include "mz01_core.h"
 
@@ -30,6 +32,7 @@
 #define MAX_DATAGRAM 1024
 
 static long line_no;
+static mz01_board_info board; /* rssi 0; the gyro from `sensors` */
 
 static void die(const char *what)
 {
@@ -83,6 +86,27 @@ static size_t unhex(const char *s, uint8_t *out)
     return n / 2u;
 }
 
+/* 8 hex digits of a binary32 pattern, or - (has = false). */
+static float f32_hex(const char *s, bool *has)
+{
+    char *end = NULL;
+    if (s == NULL) {
+        die("expected 8 hex digits or -");
+    }
+    *has = strcmp(s, "-") != 0;
+    if (!*has) {
+        return 0.0f;
+    }
+    const unsigned long v = strtoul(s, &end, 16);
+    if (strlen(s) != 8u || *end != '\0') {
+        die("expected 8 hex digits or -");
+    }
+    const uint32_t b = (uint32_t)v;
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
 static uint32_t bits(float f)
 {
     uint32_t b;
@@ -128,7 +152,6 @@ static void put_sent(const mz01_car *c, const mz01_destinations *d, uint64_t now
         put_endpoint(true, d->to[i]);
     }
     char json[MZ01_TELEMETRY_BUF_LEN];
-    const mz01_board_info board = {0, false, 0.0f};
     if (mz01_telemetry_format(c, now_us, &board, json, sizeof json) < 0) {
         die("telemetry did not fit MZ01_TELEMETRY_BUF_LEN");
     }
@@ -154,6 +177,7 @@ int main(void)
             continue;
         }
         if (strcmp(f[0], "boot") == 0 && nf == 6) {
+            memset(&board, 0, sizeof board); /* a new car: no gyro yet */
             booted = mz01_car_init(&car, (uint8_t)num(f[1]), (uint32_t)num(f[2]),
                                    (uint32_t)num(f[3]), num(f[4]) != 0u, num(f[5]) != 0u);
             if (!booted) {
@@ -184,6 +208,12 @@ int main(void)
             (void)num(f[1]);
             mz01_car_set_health(&car, num(f[2]) != 0u, num(f[3]) != 0u);
             fputs("health", stdout);
+            put_state(&car);
+        } else if (strcmp(f[0], "sensors") == 0 && nf == 4) {
+            (void)num(f[1]);
+            board.gyro_z = f32_hex(f[2], &board.has_gyro_z);
+            board.gyro_angle = f32_hex(f[3], &board.has_gyro_angle);
+            fputs("sensors", stdout);
             put_state(&car);
         } else if (strcmp(f[0], "probe") == 0 && nf == 3) {
             uint8_t reply[MZ01_PROBE_REPLY_LEN];

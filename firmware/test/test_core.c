@@ -648,6 +648,21 @@ static void check_telemetry(const mz01_car *car, uint64_t now_us,
     } else {
         CHECK(strcmp(t, "null") == 0);
     }
+    CHECK(json_get(buf, "gyro_angle", t, sizeof t));
+    if (board->has_gyro_angle && isfinite(board->gyro_angle) &&
+        fabs((double)board->gyro_angle) <= MZ01_GYRO_ANGLE_MAX) {
+        CHECK(f32_bits(strtof(t, NULL)) == f32_bits(board->gyro_angle));
+        CHECK(fabs(strtod(t, NULL)) <= MZ01_GYRO_ANGLE_MAX); /* the reader's test, on the text */
+    } else {
+        CHECK(strcmp(t, "null") == 0);
+    }
+    /* MZ01.md's key order: gyro_angle right after gyro_z, last */
+    {
+        const char *z = strstr(buf, ",\"gyro_z\":");
+        const char *a = strstr(buf, ",\"gyro_angle\":");
+        CHECK(z != NULL && a != NULL && a > z && strchr(z + 1, ',') == a);
+        CHECK(a != NULL && strchr(a + 1, ',') == NULL && buf[n - 1] == '}');
+    }
 
     /* every buffer too small is refused without writing past it; the
      * exact size works. Heap buffers so the sanitizer sees any overflow. */
@@ -678,7 +693,7 @@ static void test_telemetry(void)
     size_t longest = 0;
     mz01_car car;
     CHECK(mz01_car_init(&car, 3, 12345, 678, true, false));
-    mz01_board_info board = {0, false, 0.0f};
+    mz01_board_info board = {0, false, 0.0f, false, 0.0f};
     check_telemetry(&car, 0, &board, &longest);
 
     char buf[MZ01_TELEMETRY_BUF_LEN];
@@ -687,7 +702,45 @@ static void test_telemetry(void)
                  "{\"id\":3,\"boot\":12345,\"token\":678,\"uptime_ms\":1234,"
                  "\"armed\":false,\"estop\":false,\"reason\":\"\",\"rssi\":0,"
                  "\"camera_ok\":false,\"motor_ok\":true,\"seq\":0,"
-                 "\"duty\":[0,0],\"gyro_z\":null}") == 0);
+                 "\"duty\":[0,0],\"gyro_z\":null,\"gyro_angle\":null}") == 0);
+
+    /* a gyro: the rate and the integrated angle, as %.9g text */
+    board.has_gyro_z = true;
+    board.gyro_z = -0.5f;
+    board.has_gyro_angle = true;
+    board.gyro_angle = 3.14159274f; /* binary32 pi: just above pi, within the bound */
+    CHECK(mz01_telemetry_format(&car, 1234567, &board, buf, sizeof buf) > 0);
+    CHECK(strcmp(buf,
+                 "{\"id\":3,\"boot\":12345,\"token\":678,\"uptime_ms\":1234,"
+                 "\"armed\":false,\"estop\":false,\"reason\":\"\",\"rssi\":0,"
+                 "\"camera_ok\":false,\"motor_ok\":true,\"seq\":0,"
+                 "\"duty\":[0,0],\"gyro_z\":-0.5,\"gyro_angle\":3.14159274}") == 0);
+    check_telemetry(&car, 1234567, &board, &longest);
+    board.has_gyro_z = false; /* the angle is written as given: the board nulls both */
+    board.gyro_angle = -0.1f;
+    CHECK(mz01_telemetry_format(&car, 1234567, &board, buf, sizeof buf) > 0);
+    CHECK(strstr(buf, "\"gyro_z\":null,\"gyro_angle\":-0.100000001}") != NULL);
+
+    /* the angle's bound: the largest binary32 a reader takes (|x| <= 3.1416), the
+     * next one refused, so written as null; likewise non-finite values */
+    CHECK(bits_f32(MZ01_GYRO_ANGLE_MAX_BITS) <= MZ01_GYRO_ANGLE_MAX);
+    CHECK(bits_f32(MZ01_GYRO_ANGLE_MAX_BITS + 1u) > MZ01_GYRO_ANGLE_MAX);
+    {
+        const uint32_t edges[] = {MZ01_GYRO_ANGLE_MAX_BITS, MZ01_GYRO_ANGLE_MAX_BITS + 1u,
+                                  0x80000000u | MZ01_GYRO_ANGLE_MAX_BITS,
+                                  0x80000000u | (MZ01_GYRO_ANGLE_MAX_BITS + 1u),
+                                  0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u,
+                                  0x7F7FFFFFu, 0x40800000u /* 4.0 */};
+        const char *const want[] = {"3.14159989}", "null}", "-3.14159989}", "null}",
+                                    "null}", "null}", "null}", "null}", "null}", "null}"};
+        for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+            board.gyro_angle = bits_f32(edges[i]);
+            const int len = mz01_telemetry_format(&car, 0, &board, buf, sizeof buf);
+            CHECK(len > 0 && (size_t)len >= strlen(want[i]) &&
+                  strcmp(buf + len - strlen(want[i]), want[i]) == 0);
+            check_telemetry(&car, 0, &board, &longest);
+        }
+    }
 
     /* extremes */
     car.robot_id = 255;
@@ -700,6 +753,9 @@ static void test_telemetry(void)
     const float duties[] = {-FLT_MIN, 1.0f, -1.0f, -0.0f, bits_f32(0x80000001u),
                             -0.000123456789f, 0.1f};
     const float gyros[] = {-FLT_MAX, FLT_MAX, -FLT_MIN, NAN, INFINITY, -INFINITY, 0.0f};
+    const float angles[] = {-FLT_MIN, -3.14159274f, 3.14159274f, bits_f32(0x80000001u),
+                            -0.000123456789f, NAN, -INFINITY, -FLT_MAX, -0.0f};
+    const size_t n_angles = sizeof angles / sizeof angles[0];
     const int8_t rssis[] = {INT8_MIN, INT8_MAX, -67, 0};
     for (int r = 0; r < (int)MZ01_REASON_COUNT; r++) {
         car.reason = (mz01_reason)r;
@@ -710,12 +766,18 @@ static void test_telemetry(void)
                 board.has_gyro_z = true;
                 board.gyro_z = gyros[g];
                 board.rssi_dbm = rssis[(g + d) % 4];
+                /* every angle meets every gyro over the reasons */
+                const size_t a = (g + d + (size_t)r) % (n_angles + 1);
+                board.has_gyro_angle = a < n_angles;
+                board.gyro_angle = a < n_angles ? angles[a] : 1.0f;
                 check_telemetry(&car, UINT64_MAX, &board, &longest);
             }
         }
     }
     board.has_gyro_z = false;
     board.gyro_z = 1.0f; /* ignored */
+    board.has_gyro_angle = false;
+    board.gyro_angle = 1.0f; /* ignored */
     check_telemetry(&car, 999, &board, &longest);
 
     /* the worst case by construction */
@@ -723,6 +785,8 @@ static void test_telemetry(void)
     car.left = car.right = -FLT_MIN;
     board.has_gyro_z = true;
     board.gyro_z = -FLT_MAX;
+    board.has_gyro_angle = true;
+    board.gyro_angle = -FLT_MIN; /* the longest text of any binary32 */
     board.rssi_dbm = INT8_MIN;
     check_telemetry(&car, UINT64_MAX, &board, &longest);
     CHECK(longest <= MZ01_TELEMETRY_MAX_LEN);

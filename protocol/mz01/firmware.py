@@ -206,6 +206,7 @@ class FirmwareModel:
         self._state = CarState(robot_id, boot_nonce, token, bool(motor_ok), bool(camera_ok))
         self._rssi = 0
         self._gyro_z: float | None = None
+        self._gyro_angle: float | None = None
         self._sim: Mapping[str, Any] | None = None
 
     # -- read-only state -------------------------------------------------
@@ -269,15 +270,18 @@ class FirmwareModel:
         self._state = replace(self._state, motor_ok=bool(motor_ok), camera_ok=bool(camera_ok))
 
     def set_sensors(
-        self, rssi: int = 0, gyro_z: float | None = None, sim: Mapping[str, Any] | None = None
+        self, rssi: int = 0, gyro_z: float | None = None, sim: Mapping[str, Any] | None = None,
+        gyro_angle: float | None = None,
     ) -> None:
         """Values carried by every telemetry object sent from now on.
 
         Raises ValueError at once if they could not be encoded, so that
         sending telemetry later never fails.
         """
-        encode_telemetry(self.telemetry(0, rssi=rssi, gyro_z=gyro_z, sim=sim))
+        encode_telemetry(
+            self.telemetry(0, rssi=rssi, gyro_z=gyro_z, sim=sim, gyro_angle=gyro_angle))
         self._rssi, self._gyro_z, self._sim = rssi, gyro_z, sim
+        self._gyro_angle = gyro_angle
 
     # -- the protocol ----------------------------------------------------
 
@@ -287,6 +291,7 @@ class FirmwareModel:
         rssi: int = 0,
         gyro_z: float | None = None,
         sim: Mapping[str, Any] | None = None,
+        gyro_angle: float | None = None,
     ) -> Telemetry:
         """The telemetry object describing the car at ``now_us``."""
         _check_time(now_us)
@@ -305,12 +310,14 @@ class FirmwareModel:
             seq=s.last_seq,
             duty=(s.left, s.right),
             gyro_z=gyro_z,
+            gyro_angle=gyro_angle,
             sim=sim,
         )
 
     def _telemetry_bytes(self, now_us: int) -> bytes:
         return encode_telemetry(
-            self.telemetry(now_us, rssi=self._rssi, gyro_z=self._gyro_z, sim=self._sim)
+            self.telemetry(now_us, rssi=self._rssi, gyro_z=self._gyro_z, sim=self._sim,
+                           gyro_angle=self._gyro_angle)
         )
 
     def _disarm(self, reason: Reason, now_us: int, src: Address | None) -> Event:

@@ -2,8 +2,9 @@
 
 ``parse_telemetry`` checks, in order: size, UTF-8, JSON (no NaN/Infinity, no
 duplicate keys), a top-level object, then each required key's presence, type
-and range; unknown keys are ignored; ``sim`` is kept as a plain object of
-bounded depth for the simulator code to validate.
+and range; unknown keys are ignored; ``gyro_angle`` may be absent (firmware older
+than the key: None); ``sim`` is kept as a plain object of bounded depth for the
+simulator code to validate.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ MAX_REASON_CHARS = 64
 MAX_SIM_DEPTH = 8
 U32_MAX = 0xFFFF_FFFF
 U64_MAX = 0xFFFF_FFFF_FFFF_FFFF
+MAX_GYRO_ANGLE = 3.1416  # rad: the wrapped angle, pi rounded up past float32's pi
 
 BytesLike = bytes | bytearray | memoryview
 
@@ -56,6 +58,7 @@ class Telemetry:
     seq: int
     duty: tuple[float, float]
     gyro_z: float | None
+    gyro_angle: float | None = None  # rad, the yaw rate integrated on the car, wrapped
     sim: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
@@ -145,6 +148,10 @@ def _from_object(obj: Mapping[str, Any]) -> Telemetry:
     if not (-1.0 <= left <= 1.0 and -1.0 <= right <= 1.0):
         raise TelemetryError(OUT_OF_RANGE, "duty outside [-1, 1]")
     gyro_z = None if obj["gyro_z"] is None else _number(obj["gyro_z"], "gyro_z")
+    angle = obj.get("gyro_angle")
+    gyro_angle = None if angle is None else _number(angle, "gyro_angle")
+    if gyro_angle is not None and abs(gyro_angle) > MAX_GYRO_ANGLE:
+        raise TelemetryError(OUT_OF_RANGE, f"gyro_angle={gyro_angle} outside [-pi, pi]")
     sim = obj.get("sim")
     if "sim" in obj and (not isinstance(sim, dict) or _depth(sim) > MAX_SIM_DEPTH):
         raise TelemetryError(BAD_SIM, f"sim must be an object nested at most {MAX_SIM_DEPTH} deep")
@@ -162,6 +169,7 @@ def _from_object(obj: Mapping[str, Any]) -> Telemetry:
         seq=_int(obj, "seq", 0, U32_MAX),
         duty=(left, right),
         gyro_z=gyro_z,
+        gyro_angle=gyro_angle,
         sim=sim,
     )
 
@@ -206,6 +214,7 @@ def encode_telemetry(t: Telemetry) -> bytes:
         "seq": t.seq,
         "duty": list(t.duty),
         "gyro_z": t.gyro_z,
+        "gyro_angle": t.gyro_angle,
     }
     if t.sim is not None:
         obj["sim"] = t.sim

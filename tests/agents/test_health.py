@@ -74,7 +74,26 @@ def test_a_car_without_a_gyro_is_named_and_one_that_has_one_is_not() -> None:
     assert keys(h, 6.2) == ([], ["no_gyro"])
     with_gyro = Health(started=0.0)
     for k in range(100):
-        with_gyro.telemetry(k * 0.1, gyro=True)
+        with_gyro.telemetry(k * 0.1, gyro=True, angle=True)
     assert keys(with_gyro, 10.0) == ([], [])
     silent = Health(started=0.0)  # no telemetry at all is another warning's business
     assert "no_gyro" not in keys(silent, 30.0)[0]
+
+
+def test_a_firmware_without_the_gyro_angle_is_named() -> None:
+    h = Health(started=0.0)
+    for k in range(60):  # 6 s of gyro readings without an angle: an older firmware
+        h.telemetry(k * 0.1, gyro=True, angle=False)
+    started, _ = h.check(6.0)
+    assert [w.key for w in started] == ["no_gyro_angle"]
+    assert "firmware/esp32/stigmesh_car" in started[0].text and "\n" not in started[0].text
+    h.telemetry(6.1, gyro=True, angle=True)
+    assert keys(h, 6.2) == ([], ["no_gyro_angle"])
+    current = Health(started=0.0)
+    for k in range(100):
+        current.telemetry(k * 0.1, gyro=True, angle=True)
+    assert keys(current, 10.0) == ([], [])
+    no_gyro = Health(started=0.0)  # no gyro at all: the no_gyro warning alone
+    for k in range(60):
+        no_gyro.telemetry(k * 0.1, gyro=False)
+    assert [w.key for w in no_gyro.check(6.0)[0]] == ["no_gyro"]

@@ -165,6 +165,37 @@ def test_gyro_rate_is_interpolated_between_samples() -> None:
     assert at[0][:2] == pytest.approx([x, y], abs=1e-6)
 
 
+def test_a_mean_rate_from_the_cars_angle_lifts_the_ramp() -> None:
+    """With the next sample comes the interval's mean rate ω̄ (the car's integrated angle):
+    the interval is integrated again on the ramp between the samples lifted to integrate to
+    ω̄·Δ (θ' = ω0 + c + (ω1 - ω0)·t/Δ, c = ω̄ - (ω0 + ω1)/2), and its heading variance grows
+    by the rate's own error and the interval's timing variance, without the wander term."""
+    drive = DriveModel()
+    params = LocalizerParams(max_step=0.001, gyro_error=0.01)
+    ekf = PoseEKF(TAGS, drive, params, t0=0.0)
+    ekf.set_pose(1.0, 1.0, 0.2, np.diag([1e-3, 1e-3, 1e-4]))
+    duty, (w0, w1), span, mean, timing = 0.8, (0.5, 2.5), 0.1, 0.9, 4e-6
+    ekf.predict_to(span, duty, duty, gyro_z=0.3)  # sampled at 0 s
+    ekf.predict_to(2 * span, duty, duty, gyro_z=w0, new_sample=True)  # sampled at 0.1 s
+    assert ekf.rate_psd > 0.0  # learnt from the samples all the same
+    ekf.predict_to(2 * span + 1e-3, duty, duty, gyro_z=w1, new_sample=True,
+                   interval=(mean, timing))
+    at = ekf.pose_at(2 * span)
+    before = ekf.pose_at(span)
+    assert at is not None and before is not None
+    v, _ = drive.body_velocity(duty, duty)
+    theta0 = before[0][2]
+    assert at[0][2] == pytest.approx(theta0 + mean * span, abs=1e-12)
+    t = np.linspace(0.0, span, 100_001)
+    theta = theta0 + (w0 + mean - (w0 + w1) / 2) * t + (w1 - w0) * t * t / (2 * span)
+    dt = t[1] - t[0]
+    x = before[0][0] + v * float(np.sum(np.cos(theta[:-1]) + np.cos(theta[1:])) * dt / 2)
+    y = before[0][1] + v * float(np.sum(np.sin(theta[:-1]) + np.sin(theta[1:])) * dt / 2)
+    assert at[0][:2] == pytest.approx([x, y], abs=1e-6)
+    rate_error = 2.0 * params.error_correlation_time * params.gyro_error**2 * span
+    assert at[1][2, 2] - before[1][2, 2] == pytest.approx(rate_error + timing, rel=1e-9)
+
+
 def test_an_update_between_samples_is_kept() -> None:
     """The ramp reaches back to the last update at most: what a tag did stays applied."""
     rng = np.random.default_rng(5)

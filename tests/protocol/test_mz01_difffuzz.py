@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from protocol.mz01 import Command, Kind, encode_command
+from protocol.mz01.firmware import FirmwareModel
+from protocol.mz01.packet import to_binary32
+from protocol.mz01.telemetry import parse_telemetry
 from tools.vectors import difffuzz
 from tools.vectors.difffuzz import DEFAULT_BINARY, ROOT, fuzz, reproducer, run_batch, same_line
 
@@ -56,6 +60,30 @@ def test_comparison_reads_telemetry_as_objects() -> None:
     assert not same_line(python, c_text.replace("0.100000001", "0.10000001"))  # next binary32
     assert not same_line(python, c_text.replace(" 1 1 - 127", " 1 0 - 127"))
     assert not same_line("health 1 0 7", "health 1 0 8")
+
+
+def test_the_gyro_reaches_both_telemetries_alike(binary: Path) -> None:
+    """A ``sensors`` step sets gyro_z and gyro_angle (binary32 bits) for the telemetry
+    that follows, in the C driver as in the model; the reader's angle bound holds on
+    the C text at the largest binary32 within it."""
+    hello = encode_command(Command(7, Kind.HELLO, boot_nonce=1, session_token=2)).hex()
+    lines = ["boot 7 1 2 1 1", "sensors 5 bf000000 40490ff9", f"rx 6 127.0.0.10 40000 {hello}",
+             "sensors 7 - -", "tick 100006"]  # fmt: skip
+    out = run_batch(binary, lines)
+    assert out[1].startswith("sensors 0 0 2 ")
+    first = parse_telemetry(out[2].rpartition(" ")[2].encode())
+    assert first.gyro_z == -0.5 and first.gyro_angle is not None
+    assert to_binary32(first.gyro_angle) == to_binary32(3.1416) <= 3.1416
+    assert out[2].endswith(',"gyro_z":-0.5,"gyro_angle":3.14159989}')
+    assert out[4].endswith(',"gyro_z":null,"gyro_angle":null}')
+    model = FirmwareModel(7, 1, 2, True, True)
+    model.set_sensors(gyro_z=-0.5, gyro_angle=to_binary32(3.1416))
+    reply = model.receive_datagram(bytes.fromhex(lines[2].split()[4]), ("127.0.0.10", 40000), 6)
+    python, c_first = f"x {reply.outgoing[0].data.decode()}", f"x {out[2].rpartition(' ')[2]}"
+    assert same_line(python, c_first)
+    assert not same_line(python, c_first.replace("3.14159989", "3.14159966"))  # next binary32
+    assert not same_line(python, c_first.replace("-0.5,", "-0.49999997,"))
+    assert not same_line(python, f"x {out[4].rpartition(' ')[2]}")
 
 
 def test_driver_refuses_a_malformed_step(binary: Path) -> None:

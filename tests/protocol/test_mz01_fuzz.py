@@ -34,6 +34,7 @@ from protocol.mz01 import (
     encode_telemetry,
     parse_telemetry,
 )
+from protocol.mz01.telemetry import MAX_GYRO_ANGLE
 
 V = TypeVar("V")
 
@@ -149,6 +150,7 @@ telemetries = st.builds(
     seq=u32,
     duty=st.tuples(st.floats(-1, 1), st.floats(-1, 1)),
     gyro_z=st.none() | finite,
+    gyro_angle=st.none() | st.floats(-MAX_GYRO_ANGLE, MAX_GYRO_ANGLE),
     sim=st.none() | st.dictionaries(st.text(max_size=5), json_leaf, max_size=4),
 )
 

@@ -54,6 +54,36 @@ def test_round_trip_compact_utf8() -> None:
     assert parse(encode_telemetry(with_sim)) == with_sim
 
 
+@pytest.mark.parametrize(
+    "angle", [None, 0.0, -0.0, 1.25, -2, -3.14159274, 3.14159274, 3.1416, -3.1416]
+)
+def test_gyro_angle_round_trip(angle: float | None) -> None:
+    t = Telemetry(**{**GOOD.__dict__, "gyro_z": 0.5, "gyro_angle": angle})
+    back = parse(encode_telemetry(t))
+    assert back == t and back.gyro_angle == angle
+    if angle is not None and back.gyro_angle is not None:
+        assert math.copysign(1.0, back.gyro_angle) == math.copysign(1.0, angle)
+
+
+def test_gyro_angle_follows_gyro_z_in_the_encoding() -> None:
+    with_sim = Telemetry(**{**GOOD.__dict__, "gyro_z": -0.5, "gyro_angle": 2.5, "sim": {"a": 1}})
+    assert encode_telemetry(with_sim).endswith(b',"gyro_z":-0.5,"gyro_angle":2.5,"sim":{"a":1}}')
+    assert encode_telemetry(GOOD).endswith(b'"duty":[0.5,-0.25],"gyro_z":null,"gyro_angle":null}')
+    keys = list(json.loads(encode_telemetry(with_sim)))
+    assert keys == ["id", "boot", "token", "uptime_ms", "armed", "estop", "reason", "rssi",
+                    "camera_ok", "motor_ok", "seq", "duty", "gyro_z", "gyro_angle", "sim"]
+
+
+def test_gyro_angle_is_optional_older_firmware_sends_none() -> None:
+    o = obj(gyro_z=0.25)
+    del o["gyro_angle"]
+    t = parse(dumps(o))
+    assert t.gyro_angle is None and t.gyro_z == 0.25
+    assert parse(dumps(obj(gyro_angle=None))).gyro_angle is None
+    t = parse(dumps(obj(gyro_angle=-2)))
+    assert t.gyro_angle == -2.0 and isinstance(t.gyro_angle, float)
+
+
 def test_non_ascii_reason_is_utf8() -> None:
     t = Telemetry(**{**GOOD.__dict__, "reason": "é"})
     assert "é".encode() in encode_telemetry(t)
@@ -95,6 +125,14 @@ def test_missing_required_key(key: str) -> None:
         ({"duty": [True, 0]}, "bad_type"),
         ({"gyro_z": "0"}, "bad_type"),
         ({"gyro_z": False}, "bad_type"),
+        ({"gyro_angle": "0.5"}, "bad_type"),
+        ({"gyro_angle": True}, "bad_type"),
+        ({"gyro_angle": False}, "bad_type"),
+        ({"gyro_angle": [0.5]}, "bad_type"),
+        ({"gyro_angle": 3.15}, "out_of_range"),
+        ({"gyro_angle": -4}, "out_of_range"),
+        ({"gyro_angle": 3.1416000001}, "out_of_range"),
+        ({"gyro_angle": -3.14160001}, "out_of_range"),
         ({"id": 0}, "out_of_range"),
         ({"id": 256}, "out_of_range"),
         ({"boot": 2**32}, "out_of_range"),
@@ -120,15 +158,19 @@ def test_sim_depth_limit_is_inclusive() -> None:
     assert parse(dumps(obj(sim={"a": [[[[[[[1]]]]]]]}))).sim is not None
 
 
+@pytest.mark.parametrize("key", ["gyro_z", "gyro_angle"])
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
-def test_non_finite_constants_are_bad_json(constant: str) -> None:
-    text = dumps(obj(gyro_z=0.0)).replace(b'"gyro_z": 0.0', f'"gyro_z": {constant}'.encode())
+def test_non_finite_constants_are_bad_json(key: str, constant: str) -> None:
+    text = dumps(obj(**{key: 0.0})).replace(f'"{key}": 0.0'.encode(),
+                                            f'"{key}": {constant}'.encode())
     assert constant.encode() in text
     assert reason_of(text) == "bad_json"
 
 
-def test_overflowing_float_is_out_of_range() -> None:
-    text = dumps(obj(gyro_z=0.0)).replace(b'"gyro_z": 0.0', b'"gyro_z": 1e999')
+@pytest.mark.parametrize("key", ["gyro_z", "gyro_angle"])
+def test_overflowing_float_is_out_of_range(key: str) -> None:
+    text = dumps(obj(**{key: 0.0})).replace(f'"{key}": 0.0'.encode(), f'"{key}": 1e999'.encode())
+    assert f'"{key}": 1e999'.encode() in text
     assert reason_of(text) == "out_of_range"
 
 
@@ -182,6 +224,10 @@ def test_non_bytes_input() -> None:
         {"duty": (0.0,)},
         {"armed": 1},
         {"gyro_z": math.nan},
+        {"gyro_angle": math.nan},
+        {"gyro_angle": math.inf},
+        {"gyro_angle": 3.15},
+        {"gyro_angle": -4.0},
         {"id": 0},
         {"sim": {"blob": "x" * MAX_TELEMETRY_BYTES}},
         {"sim": {"s": {1, 2}}},

@@ -85,3 +85,17 @@ def test_bad_arguments_are_refused() -> None:
     result = car("127.0.0.1", "drive", "--left", "2", "--right", "0", "--for", "1")
     assert result.returncode == 2 and "--left must be in [-1, 1]" in result.stdout
 
+
+
+def test_status_says_the_gyro_its_angle_or_an_older_firmware() -> None:
+    from protocol.mz01.telemetry import Telemetry
+    from tools.cartool import describe
+
+    base = Telemetry(id=3, boot=1, token=2, uptime_ms=5000, armed=False, estop=False,
+                     reason="", rssi=-60, camera_ok=True, motor_ok=True, seq=0,
+                     duty=(0.0, 0.0), gyro_z=None)
+    assert "gyro none;" in describe(base)
+    older = Telemetry(**{**base.__dict__, "gyro_z": 0.25})
+    assert "gyro +0.250 rad/s (no angle: firmware older than gyro_angle);" in describe(older)
+    current = Telemetry(**{**base.__dict__, "gyro_z": 0.25, "gyro_angle": -1.5708})
+    assert "gyro +0.250 rad/s, angle -90.0 deg;" in describe(current)

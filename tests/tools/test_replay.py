@@ -127,6 +127,8 @@ def test_hostile_lines_are_skipped_counted_and_reported(
     walnut = _as_jsonl(run_copy, "walnut")
     with walnut.open("a", encoding="utf-8") as f:  # core inputs the re-run could not parse
         f.write('{"t": 1005.0, "proc": "walnut", "event": "car", "duty": "x", "gyro": null}\n')
+        f.write('{"t": 1005.0, "proc": "walnut", "event": "car", "duty": [0, 0], "gyro": 0.1, '
+                '"angle": [1, 2]}\n')  # fmt: skip
         f.write('{"t": 1005.0, "proc": "walnut", "event": "rx", "ok": true, "src": ["a", 1], '
                 '"raw": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}\n')  # fmt: skip
         f.write('{"t": 1005.0, "proc": "walnut", "event": "obs", "t_capture": "soon", '
@@ -135,7 +137,7 @@ def test_hostile_lines_are_skipped_counted_and_reported(
         f.write('{"t": 1005.0, "proc": "walnut", "event": "belief", "pose": [1, "a", 2]}\n')
     run = load_run(run_copy)
     assert run.world is not None and run.world.stats.bad_lines == 6
-    assert run.agents["walnut"].stats.bad_lines == 5 and run.skipped == 11
+    assert run.agents["walnut"].stats.bad_lines == 6 and run.skipped == 12
     assert run.car_names() == {1: "walnut", 2: "hazel"}
     out = tmp_path / "report"
     rc = replay_main.main(
@@ -143,7 +145,7 @@ def test_hostile_lines_are_skipped_counted_and_reported(
     )
     assert rc == 0
     printed = capsys.readouterr().out
-    assert "skipped 11 damaged line(s) in all" in printed
+    assert "skipped 12 damaged line(s) in all" in printed
     assert "world.jsonl: 6 damaged line(s)" in printed and (out / "metrics.json").exists()
 
 

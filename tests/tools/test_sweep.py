@@ -42,8 +42,10 @@ def test_the_gyro_axis_parses_and_refuses() -> None:
         with pytest.raises(sweep.SweepError, match=why) as exc:
             sweep.parse_axis(bad)
         assert "\n" not in str(exc.value)
+    assert sweep.parse_axis("gyro_angle=1,0").values == (1.0, 0.0)
     # a world setting, not a link fault
     assert sweep.link_faults({"gyro": 0.0}).is_clear
+    assert sweep.link_faults({"gyro_angle": 0.0}).is_clear
     assert sweep.link_faults({"gyro": 1.0, "loss": 0.2}) == LinkFaults(drop=0.2)
 
 
@@ -66,6 +68,8 @@ def test_a_gyro_trial_builds_its_arena(tmp_path: Path) -> None:
             (ActionKind.FAULTS, Direction.IN, LinkFaults(drop=0.5))]
         assert replace(s.arena.car_model, gyro=True) == ARENA.car_model  # nothing else
         assert s.agent_config("walnut") is not None
+    both = sweep.build(trial((("gyro", 1.0), ("gyro_angle", 0.0))))
+    assert both.arena.car_model.gyro and not both.arena.car_model.gyro_angle
     # the run directory's arena file says it (the world log and a replay read that file)
     run = off.materialise(tmp_path)
     assert run.arena.source == str(tmp_path / "arena.toml") and not run.arena.car_model.gyro

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import tempfile
 
@@ -128,6 +129,53 @@ def test_telemetry_carries_gyro_and_synthetic_observations(world: World):
     assert set(sim) == {"obs_ms", "tags", "target", "sigma"}
     assert {t[0] for t in sim["tags"]} == {14, 15}
     assert tels[-1].uptime_ms - 100 <= sim["obs_ms"] <= tels[-1].uptime_ms
+
+
+def _turning_telemetry(world: World) -> list:
+    """Telemetry from car 1, still, then turning in place for 1 s, then stopped: [yaw
+    before, the telemetries, yaw after]."""
+    world.deliver(1, PORT_COMMAND, encode_command(Command(1, Kind.HELLO)), SRC, 50.05)
+    tels = [parse_telemetry(s.data) for s in world.advance_to(50.3).sends if s.dst == SRC]
+    yaw0 = world.scene.cars[1].pose()[2]  # still since the first telemetry
+    _arm(world, 1, 50.3)
+    fw = world.car(1).firmware
+    t, seq = 50.3 + 1 / 30, fw.last_seq
+    while t < 52.5:
+        if t < 51.3:
+            seq += 1
+            cmd = Command(1, Kind.DRIVE, boot_nonce=fw.boot_nonce, session_token=fw.token,
+                          seq=seq, left=-1.0, right=1.0,
+                          stamp_ms=(world.car(1).uptime_us(t) // 1000) & 0xFFFF_FFFF)
+            step = world.deliver(1, PORT_COMMAND, encode_command(cmd), SRC, t)
+        else:
+            step = world.advance_to(t)
+        tels += [parse_telemetry(s.data) for s in step.sends if s.dst == SRC]
+        t += 1 / 30
+    return [yaw0, tels, world.scene.cars[1].pose()[2]]
+
+
+def test_telemetry_carries_the_gyros_angle(world: World):
+    """Turning more than a radian and stopping: the telemetry's angle changed by the car's
+    true turn plus the gyro's bias times the time, within its random walk (σ ~1e-3 rad)."""
+    yaw0, tels, yaw1 = _turning_telemetry(world)
+    assert len(tels) >= 18 and all(t.gyro_angle is not None for t in tels)
+    turned = sum(wrap_angle(b.gyro_angle - a.gyro_angle) for a, b in itertools.pairwise(tels))
+    assert abs(wrap_angle(yaw1 - yaw0)) > 1.0  # the car did turn
+    gyro = world.car(1).gyro
+    assert gyro is not None
+    span = (tels[-1].uptime_ms - tels[0].uptime_ms) / 1000
+    # Still at both ends: the first telemetry at 50.5 s, the last after the car stopped.
+    assert wrap_angle(turned - (yaw1 - yaw0) - gyro.bias * span) == pytest.approx(0.0, abs=0.01)
+
+
+def test_a_firmware_without_the_angle_sends_the_rate_alone():
+    w = World(parse_arena(arena_text("127.0.9", extra="[car_model]\ngyro_angle = false\n"),
+                          "test.toml"), t0=50.0)
+    try:
+        _, tels, _ = _turning_telemetry(w)
+        assert tels and all(t.gyro_angle is None and t.gyro_z is not None for t in tels)
+    finally:
+        w.close()
 
 
 def test_probe_reply_is_car_uptime(world: World):

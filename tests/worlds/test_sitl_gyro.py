@@ -4,11 +4,14 @@ driver (firmware/esp32/stigmesh_car/imu_gyro.cpp) from the SITL bus's chip model
 The kit has no gyro; a car without the chip reports ``gyro_z`` null whatever the world
 reads, a car with one reports the world's reading as the chip gives it: in counts of
 1/65.5 deg/s (its +-500 deg/s range; beyond it, saturated, none), less the chip's output
-at rest that setup() measured while the car stood still.
+at rest that setup() measured while the car stood still. ``gyro_angle`` is that rate
+integrated on the car (a trapezoid per reading, extrapolated to the telemetry's time),
+wrapped to (-pi, pi], null whenever ``gyro_z`` is.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import signal
 import time
@@ -16,11 +19,16 @@ import time
 import numpy as np
 import pytest
 
+from protocol.mz01 import Telemetry, to_binary32
 from tests.support.carserver import free_address
 from tests.support.sitlcar import SitlCar
 from tests.worlds.rawcar import RawCar
 
 LSB_PER_DPS = 65.5
+ONE_COUNT = math.radians(1.0 / LSB_PER_DPS)  # rad/s: the chip's resolution
+PI32 = float(np.float32(math.pi))  # binary32 pi, just above pi: the wrapped angle's top
+HALF_ULP_PI = 2.0**-23  # rad: one binary32 rounding of an angle in [2, 4)
+READS_PER_S = 200  # at most one gyro reading per safety tick (SAFETY_TICK_MS 5)
 
 
 def chip(rate: float) -> float:
@@ -30,6 +38,58 @@ def chip(rate: float) -> float:
                                               * LSB_PER_DPS)))
     per_lsb = np.float32(np.float32(math.pi / 180.0) / np.float32(LSB_PER_DPS))
     return float(np.float32(counts) * per_lsb)
+
+
+def counts(rate: float) -> int:
+    """The chip's GYRO_ZOUT for a true rate (rad/s), as the SITL bus's model rounds it."""
+    return int(max(-32768.0, min(32767.0, round(float(np.float32(rate)) * 180.0 / math.pi
+                                                * LSB_PER_DPS))))
+
+
+def chip_less_zero(rate: float, zero: float) -> float:
+    """What the sketch reports for a true rate when setup() measured the chip reading
+    ``zero`` at rest: the difference of two counts, scaled in float32 as the driver does."""
+    per_lsb = np.float32(np.float32(math.pi / 180.0) / np.float32(LSB_PER_DPS))
+    return float(np.float32(counts(rate) - counts(zero)) * per_lsb)
+
+
+def collect(raw: RawCar, span_ms: int) -> list[Telemetry]:
+    """The car's periodic telemetries (to ``raw``, whose HELLO made it their destination)
+    over ``span_ms`` of its uptime, each read as it arrives."""
+    raw.drain()
+    got = [raw.telemetry(timeout=2.0)]
+    while got[-1].uptime_ms - got[0].uptime_ms < span_ms:
+        got.append(raw.telemetry(timeout=2.0))
+    return got
+
+
+def tolerance(rate: float, rate_error: float, ms: int) -> float:
+    """Bound on |change of gyro_angle - rate x uptime change| between two telemetries
+    ``ms`` apart in ``uptime_ms``, when the car's rate is ``rate`` within ``rate_error``:
+    uptime_ms is floored at both ends (the true span is within 1 ms of it), the chip's
+    rate error over that span, and one binary32 rounding of the integral per reading
+    plus those of the two extrapolations."""
+    span = (ms + 1) / 1000.0
+    return ((abs(rate) + rate_error) * 1e-3 + rate_error * span
+            + (READS_PER_S * span + 2) * HALF_ULP_PI)  # fmt: skip
+
+
+def check_integral(tels: list[Telemetry], rate: float, rate_error: float) -> int:
+    """Each telemetry's angle lies in (-pi, pi] and is null exactly when its gyro_z is; the
+    angle advances by ``rate`` x the uptime between successive telemetries, and from the
+    first to the last one (compared wrapped: no unwrapping to get wrong). Returns the wraps
+    seen."""
+    for t in tels:
+        assert (t.gyro_angle is None) == (t.gyro_z is None), t
+        if t.gyro_angle is not None:
+            assert -PI32 < to_binary32(t.gyro_angle) <= PI32, t
+    got = [(t.uptime_ms, t.gyro_angle) for t in tels if t.gyro_angle is not None]
+    assert len(got) >= max(5, len(tels) // 2), tels  # a null only when the car stalled
+    for (ms_a, a), (ms_b, b) in [*itertools.pairwise(got), (got[0], got[-1])]:
+        ms = ms_b - ms_a
+        residual = math.remainder(b - a - rate * ms / 1000.0, 2 * math.pi)
+        assert abs(residual) <= tolerance(rate, rate_error, ms), (rate, ms_a, a, ms_b, b, residual)
+    return sum(abs(b - a) > math.pi for (_, a), (_, b) in itertools.pairwise(got))
 
 
 def reported(car: SitlCar, raw: RawCar, rate: float | None, want: float | None,
@@ -76,8 +136,11 @@ def test_the_kit_without_the_chip_reports_no_gyro() -> None:
         try:
             for _ in range(5):  # the world reads a rate; nothing on the bus can tell it
                 car.sensors(1.0)
-                assert raw.hello(timeout=2.0).gyro_z is None
+                t = raw.hello(timeout=2.0)
+                assert t.gyro_z is None and t.gyro_angle is None, t
                 time.sleep(0.05)
+            tels = collect(raw, 300)
+            assert all(t.gyro_z is None and t.gyro_angle is None for t in tels), tels
             assert any("gyro 0" in line for line in car.serial), car.serial
         finally:
             raw.close()
@@ -114,6 +177,7 @@ def test_a_chip_that_stops_answering_leaves_no_gyro_and_the_car_still_stops() ->
         raw = RawCar(address, 7)
         try:
             assert reported(car, raw, 0.3, chip(0.3)) is not None
+            assert raw.hello(timeout=2.0).gyro_angle is not None
             raw.sync()
             raw.arm()
             raw.drive_for(0.5, 0.5, 0.2)
@@ -129,7 +193,48 @@ def test_a_chip_that_stops_answering_leaves_no_gyro_and_the_car_still_stops() ->
             print(f"\nwheels stopped {stopped - last_drive:.3f} s after the last DRIVE")
             assert stopped - last_drive <= 0.3 + 0.25
             car.sensors(0.3)
-            assert raw.hello(timeout=2.0).gyro_z is None
+            t = raw.hello(timeout=2.0)
+            assert t.gyro_z is None and t.gyro_angle is None, t
+            tels = collect(raw, 300)
+            assert all(t.gyro_z is None and t.gyro_angle is None for t in tels), tels
             assert car.running  # no panic: the task watchdog never fired
+        finally:
+            raw.close()
+
+
+@pytest.mark.timeout(120)
+def test_the_car_integrates_its_gyro_into_gyro_angle() -> None:
+    """A constant rate fed to the chip: successive telemetries' angles advance by the rate
+    x their uptime difference, within the chip's count error (the reading and the output
+    at rest setup() took off: one count in all) and the 1 ms of uptime_ms; a fast turn
+    wraps the angle within (-pi, pi]; a saturated spell (no readings) is bridged by the
+    straight line between the readings around it."""
+    address = free_address()
+    zero = 0.05  # rad/s: the chip's output at rest, measured at boot and taken off
+    with SitlCar(address, robot_id=8, imu=True, gyro_at_boot=zero) as car:
+        raw = RawCar(address, 8)
+        try:
+            for rate, span_ms, wraps in ((1.0, 2000, 0), (-0.5, 2000, 0), (6.0, 2500, 2)):
+                want = chip_less_zero(zero + rate, zero)
+                assert abs(want - rate) <= ONE_COUNT
+                seen = reported(car, raw, zero + rate, want)
+                assert seen is not None and to_binary32(seen) == want, (rate, seen, want)
+                tels = collect(raw, span_ms)
+                assert check_integral(tels, rate, ONE_COUNT) >= wraps, (rate, tels)
+
+            # Saturated (beyond +-500 deg/s) readings are skipped: across the spell the
+            # angle follows the line between the good readings around it (1 rad/s here),
+            # not the 20 rad/s the car turned at, nor a restart from zero.
+            want = chip_less_zero(zero + 1.0, zero)
+            assert reported(car, raw, zero + 1.0, want) is not None
+            before = collect(raw, 100)[-1]
+            assert before.gyro_z is not None and to_binary32(before.gyro_z) == want
+            assert reported(car, raw, 20.0, None) is None
+            spell = collect(raw, 300)  # 0.3 s of the car's time without a reading
+            assert all(t.gyro_z is None and t.gyro_angle is None for t in spell), spell
+            assert reported(car, raw, zero + 1.0, want) is not None
+            after = collect(raw, 500)
+            assert check_integral([before, *after], want, 0.0) == 0
+            assert after[0].uptime_ms - before.uptime_ms >= 300
         finally:
             raw.close()

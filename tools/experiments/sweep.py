@@ -25,6 +25,8 @@ it, :meth:`~tools.experiments.scenario.Scenario.with_car_model`):
 - ``gyro=1,0``: every car with a yaw-rate gyro (1, on, true) or without (0, off, false:
   its telemetry's ``gyro_z`` is null, as on the Freenove FNK0053 kit); 1.0 / 0.0 in the
   point, the table and the files.
+- ``gyro_angle=1,0``: the cars' firmware integrates the gyro (telemetry's ``gyro_angle``)
+  or is one from before that (the rate alone).
 
 The seeds are the scenario's seed and the next ``--seeds`` − 1 integers; for
 one seed every fusion rule and every axis value sees the same world, and the
@@ -57,7 +59,7 @@ PROG = "stigmesh sweep"
 
 
 LINK_AXES = ("loss", "delay", "burst")  # every agent's inbound link faults (link_faults)
-WORLD_AXES = ("gyro",)  # the arena's car constants (build)
+WORLD_AXES = ("gyro", "gyro_angle")  # the arena's car constants (build)
 AXES = (*LINK_AXES, *WORLD_AXES)
 SWITCH = {"1": 1.0, "on": 1.0, "true": 1.0, "0": 0.0, "off": 0.0, "false": 0.0}
 
@@ -167,8 +169,9 @@ def build(trial: Trial) -> Scenario:
     if trial.fusion is not None:
         scenario = scenario.with_fusion(trial.fusion)
     point = dict(trial.point)
-    if "gyro" in point:
-        scenario = scenario.with_car_model(gyro=bool(point["gyro"]))
+    world = {name: bool(point[name]) for name in WORLD_AXES if name in point}
+    if world:
+        scenario = scenario.with_car_model(**world)
     spec = link_faults(point, trial.burst_length)
     if not spec.is_clear:
         scenario = scenario.with_actions([every_agent_faults(0.0, spec, Direction.IN)])

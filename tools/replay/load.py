@@ -277,6 +277,16 @@ def _pair(value: object) -> bool:
     return isinstance(value, list) and len(value) == 2
 
 
+def _angle(value: object) -> bool:
+    """A ``car`` line's ``angle``: null, or [boot, uptime_ms, rad] (agents.odometry.GyroAngle)."""
+    if value is None:
+        return True
+    return (isinstance(value, list) and len(value) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value[:2])
+            and isinstance(value[2], int | float) and not isinstance(value[2], bool)
+            and math.isfinite(value[2]))
+
+
 def _replayable(line: Line, swarm_id: int | None) -> bool:
     """Whether a core input parses as the re-run parses it (agents.node.replay_inputs)."""
     event = line["event"]
@@ -292,7 +302,7 @@ def _replayable(line: Line, swarm_id: int | None) -> bool:
             addr = line["addr"]
             return _pair(addr) and int(addr[1]) >= 0 and "peer" in line and "epoch" in line
         if event == "car":
-            return _pair(line["duty"]) and "gyro" in line
+            return _pair(line["duty"]) and "gyro" in line and _angle(line.get("angle"))
         if event == "obs":
             batch_from_fields(line)
         elif event == "byzantine" and line["spec"] is not None:

@@ -3,9 +3,10 @@
 Seeded random step sequences (valid, nearly valid and broken datagrams,
 ticks on the watchdog and telemetry edges, health changes, probes, clocks
 near the wraps of ``uptime_ms`` and of u64, now and then a clock that runs
-backwards) go through :class:`~protocol.mz01.firmware.FirmwareModel` here and
-through ``firmware/test/mz01_diff`` (one process per batch); after every step
-the verdict, reason, whole car state, telemetry destinations, telemetry object
+backwards, gyro readings for the telemetry) go through
+:class:`~protocol.mz01.firmware.FirmwareModel` here and through
+``firmware/test/mz01_diff`` (one process per batch); after every step the
+verdict, reason, whole car state, telemetry destinations, telemetry object
 and probe reply must be the same. ``python -m tools.vectors.difffuzz`` runs it
 (``make -C firmware fuzz``: 50 000 sequences).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import random
 import struct
 import subprocess
@@ -36,6 +38,12 @@ WHEEL_BITS = (
     0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x3F800001, 0xBF800001, 0x3F7FFFFF,
     0x00000001, 0x80000001, 0x007FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001,
     0x7F800001, 0x3F000000, 0xBE800000, 0x3DCCCCCD,
+)  # fmt: skip
+# gyro_z: any finite binary32; gyro_angle: within the reader's bound (0x40490FF9, 3.14159989)
+GYRO_Z_BITS = (0x00000000, 0x80000000, 0x00000001, 0x80800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000)
+GYRO_ANGLE_BITS = (
+    0x00000000, 0x80000000, 0x00000001, 0x80800000, 0x40490FDB, 0xC0490FDB, 0x40490FF9,
+    0xC0490FF9, 0x3DCCCCCD,
 )  # fmt: skip
 STAMP_OFFSETS = (0, 0, 0, -1, 1, -100, -101, 30, 31, -300, 2**31, 2**31 - 1)
 U32 = 2**32
@@ -70,6 +78,10 @@ class FuzzReport:
 
 def _bits(x: float) -> str:
     return f"{struct.unpack('>I', struct.pack('>f', x))[0]:08x}"
+
+
+def _f32(bits: int) -> float:
+    return float(struct.unpack(">f", struct.pack(">I", bits))[0])
 
 
 def _addr(a: Address | None) -> str:
@@ -168,6 +180,15 @@ class _Sequence:
             data[rng.randrange(32)] = rng.getrandbits(8)
         return bytes(data)
 
+    def _gyro(self, special: tuple[int, ...], low: float, high: float) -> int | None:
+        rng = self.rng
+        pick = rng.random()
+        if pick < 0.25:
+            return None
+        if pick < 0.5:
+            return rng.choice(special)
+        return int(struct.unpack(">I", struct.pack(">f", rng.uniform(low, high)))[0])
+
     def step(self) -> None:
         rng, car = self.rng, self.car
         self.advance()
@@ -192,6 +213,13 @@ class _Sequence:
             motor, camera = rng.random() > 0.15, rng.random() > 0.15
             car.set_health(motor, camera)
             self.emit(f"health {now} {int(motor)} {int(camera)}", f"health {_state(car)}")
+        elif action < 0.97:
+            z = self._gyro(GYRO_Z_BITS, -10.0, 10.0)
+            angle = self._gyro(GYRO_ANGLE_BITS, -math.pi, math.pi)
+            car.set_sensors(gyro_z=None if z is None else _f32(z),
+                            gyro_angle=None if angle is None else _f32(angle))  # fmt: skip
+            hexes = ["-" if b is None else f"{b:08x}" for b in (z, angle)]
+            self.emit(f"sensors {now} {hexes[0]} {hexes[1]}", f"sensors {_state(car)}")
         else:
             request = b"MZC1" + rng.randbytes(4)
             if rng.random() < 0.3:
@@ -205,8 +233,12 @@ class _Sequence:
 
 
 def _normal(t: Telemetry) -> Telemetry:
-    """Duties as binary32: the C text is %.9g, exact only after rounding to binary32."""
-    return dataclasses.replace(t, duty=(to_binary32(t.duty[0]), to_binary32(t.duty[1])))
+    """Duties and gyro as binary32: the C text is %.9g, exact only after rounding to binary32."""
+    return dataclasses.replace(
+        t, duty=(to_binary32(t.duty[0]), to_binary32(t.duty[1])),
+        gyro_z=None if t.gyro_z is None else to_binary32(t.gyro_z),
+        gyro_angle=None if t.gyro_angle is None else to_binary32(t.gyro_angle),
+    )  # fmt: skip
 
 
 def same_line(python: str, c: str) -> bool:

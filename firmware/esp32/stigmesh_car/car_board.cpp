@@ -19,6 +19,11 @@ bool car_gyro_z(float *rad_s)
     return imu_gyro_z(car_uptime_us(), rad_s);  // false without an MPU-6050
 }
 
+bool car_gyro_angle(uint64_t now_us, float *rad)
+{
+    return imu_gyro_angle(now_us, rad);
+}
+
 int car_telemetry_extra(char *, size_t)
 {
     return 0;

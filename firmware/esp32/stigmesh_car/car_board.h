@@ -14,6 +14,11 @@ uint8_t car_robot_id();
 // The yaw rate in rad/s, when the board has a gyro: true and *rad_s set.
 bool car_gyro_z(float *rad_s);
 
+// The gyro's integrated yaw angle (rad, wrapped to (-pi, pi]) at uptime now_us,
+// the telemetry's own time: true and *rad set when the board has a gyro with a
+// fresh reading (as car_gyro_z).
+bool car_gyro_angle(uint64_t now_us, float *rad);
+
 // Extra members of the telemetry object (MZ01.md: `sim`, simulator only),
 // written into buf as `"key":value,...` without braces or a leading comma.
 // Returns their length, 0 for none, or -1 when they do not fit in cap bytes

@@ -124,6 +124,8 @@ void send_telemetry(const mz01_endpoint *to, uint8_t count)
     board.rssi_dbm = WiFi.isConnected() ? (int8_t)WiFi.RSSI() : 0;
     board.gyro_z = 0.0f;
     board.has_gyro_z = car_gyro_z(&board.gyro_z);
+    board.gyro_angle = 0.0f;  // at the telemetry's own time; null whenever gyro_z is
+    board.has_gyro_angle = board.has_gyro_z && car_gyro_angle(now, &board.gyro_angle);
     int len = mz01_telemetry_format(&snapshot, now, &board, json, MZ01_TELEMETRY_BUF_LEN);
     if (len <= 0) {
         return;  // cannot happen with MZ01_TELEMETRY_BUF_LEN; never send a partial object

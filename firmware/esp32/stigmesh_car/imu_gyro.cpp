@@ -7,6 +7,7 @@
 
 #include <Arduino.h>
 #include <Wire.h>
+#include <math.h>
 #include <freertos/FreeRTOS.h>
 #include <freertos/task.h>
 
@@ -24,16 +25,32 @@ constexpr uint8_t PWR_CLOCK_PLL_GYRO_X = 0x01;  // awake, clocked from the X gyr
 constexpr uint8_t DLPF_42_HZ = 0x03;            // gyro bandwidth 42 Hz, delay 4.8 ms
 constexpr uint8_t FS_500_DPS = 0x01 << 3;       // +-500 deg/s: 65.5 LSB per deg/s
 constexpr float LSB_PER_DPS = 65.5f;
-constexpr float RAD_PER_LSB = (float)(3.14159265358979323846 / 180.0) / LSB_PER_DPS;
+constexpr double PI_D = 3.14159265358979323846;
+constexpr float RAD_PER_LSB = (float)(PI_D / 180.0) / LSB_PER_DPS;
+constexpr float PI_F = (float)PI_D;  // 3.14159274f, just above pi
 
 bool s_present = false;  // setup() and then the safety task only
 uint8_t s_failures = 0;  // failed reads since boot; safety task only
 float s_zero = 0.0f;     // counts at rest, measured in setup()
 
+// Written by the safety task under s_lock; it alone writes them, so it reads
+// them without the lock.
 portMUX_TYPE s_lock = portMUX_INITIALIZER_UNLOCKED;
-float s_rate = 0.0f;  // the newest sample, under s_lock
+float s_rate = 0.0f;  // the newest sample
 uint64_t s_at_us = 0;
 bool s_have = false;
+float s_angle = 0.0f;  // rad, the integral up to s_at_us, wrapped
+
+// a (rad) wrapped to (-PI_F, PI_F]: the binary32 angle of a.
+float wrap_angle(double a)
+{
+    double w = remainder(a, 2.0 * PI_D);  // [-pi, pi]
+    if (w <= -PI_D) {
+        w += 2.0 * PI_D;
+    }
+    const float f = (float)w;
+    return f == -PI_F ? PI_F : f;  // a w just above -pi rounds to -PI_F, below -pi
+}
 
 bool write_reg(uint8_t reg, uint8_t value)
 {
@@ -139,22 +156,56 @@ void imu_poll(uint64_t now_us)
         return;  // saturated (beyond +-500 deg/s): no reading, the telemetry says null
     }
     const float rate = (float)IMU_YAW_SIGN * ((float)counts - s_zero) * RAD_PER_LSB;
+    float angle = 0.0f;  // the first reading starts the integral
+    if (s_have) {
+        const double dt_s = (double)(now_us - s_at_us) * 1e-6;
+        angle = wrap_angle((double)s_angle + 0.5 * ((double)s_rate + (double)rate) * dt_s);
+    }
     taskENTER_CRITICAL(&s_lock);
     s_rate = rate;
     s_at_us = now_us;
+    s_angle = angle;
     s_have = true;
     taskEXIT_CRITICAL(&s_lock);
 }
 
-bool imu_gyro_z(uint64_t now_us, float *rad_s)
+namespace {
+
+// The newest sample, when fresh at now_us: its rate, time and integral.
+bool newest(uint64_t now_us, float *rate, uint64_t *at_us, float *angle)
 {
     taskENTER_CRITICAL(&s_lock);
     // A sample read after now_us was taken (the safety task runs beside) is fresh too.
     const bool fresh = s_have && (s_at_us >= now_us || now_us - s_at_us <= IMU_MAX_AGE_US);
-    const float rate = s_rate;
+    *rate = s_rate;
+    *at_us = s_at_us;
+    *angle = s_angle;
     taskEXIT_CRITICAL(&s_lock);
-    if (fresh) {
-        *rad_s = rate;
-    }
     return fresh;
+}
+
+}  // namespace
+
+bool imu_gyro_z(uint64_t now_us, float *rad_s)
+{
+    float rate, angle;
+    uint64_t at_us;
+    if (!newest(now_us, &rate, &at_us, &angle)) {
+        return false;
+    }
+    *rad_s = rate;
+    return true;
+}
+
+bool imu_gyro_angle(uint64_t now_us, float *rad)
+{
+    float rate, angle;
+    uint64_t at_us;
+    if (!newest(now_us, &rate, &at_us, &angle)) {
+        return false;
+    }
+    // Signed: the sample may be newer than now_us.
+    const double ahead_s = (double)(int64_t)(now_us - at_us) * 1e-6;
+    *rad = wrap_angle((double)angle + (double)rate * ahead_s);
+    return true;
 }
