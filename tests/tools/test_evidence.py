@@ -6,6 +6,8 @@ import importlib
 import pkgutil
 from dataclasses import replace
 
+import pytest
+
 import tools.experiments.evidence as package
 from tools.experiments.evidence.main import EXPERIMENTS
 from tools.experiments.evidence.plan import FULL, QUICK, jobs_for, real_jobs
@@ -20,16 +22,17 @@ def test_every_experiment_module_is_registered_once() -> None:
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         if hasattr(module, "section"):
             found.add(module)
-    assert set(EXPERIMENTS) == found and len(EXPERIMENTS) == len(found) == 8
+    assert set(EXPERIMENTS) == found and len(EXPERIMENTS) == len(found) == 9
     titles = [(m.__doc__ or "").split(".")[0] for m in EXPERIMENTS]
-    assert titles == [f"Experiment {n}" for n in range(1, 9)]
+    assert titles == [f"Experiment {n}" for n in range(1, 10)]
 
 
 def test_every_job_has_its_own_key() -> None:
     # --quick: 2 seeds a scene, 4 hiding places; five scenes as their files say, four also
-    # with naive (orbit, eight robots) or the oracle (both liars), the search also unshared
+    # with naive (orbit, eight robots) or the oracle (both liars), the five fault-free ones
+    # also without a gyro, the search also unshared
     keys = [job.key for job in jobs_for(load_suite(), QUICK)]
-    assert len(keys) == len(set(keys)) == (5 + 4 * 2) * 2 + 2 * 4
+    assert len(keys) == len(set(keys)) == (5 + 4 * 2 + 5) * 2 + 2 * 4
 
 
 def test_a_plan_of_fewer_seeds_says_how_many_ran() -> None:
@@ -38,13 +41,13 @@ def test_a_plan_of_fewer_seeds_says_how_many_ran() -> None:
     assert QUICK.describe(suite) == "2 seeds per scene, 4 hiding places for the search"
     few = replace(FULL, seeds=3, search_seeds=6, real_scenes=frozenset({"orbit", "liar_only"}))
     assert few.describe(suite) == "3 seeds per scene, 6 hiding places for the search"
-    assert len(jobs_for(suite, few)) == (5 + 4 * 2) * 3 + 2 * 6
+    assert len(jobs_for(suite, few)) == (5 + 4 * 2 + 5) * 3 + 2 * 6
     assert [j.key for j in real_jobs(suite, few)] == ["orbit-as_file-1", "liar_only-as_file-1"]
     assert len(real_jobs(suite, FULL)) == len(suite.scenes) and not real_jobs(suite, QUICK)
     more = replace(few, scene_seeds=(("orbit", 6), ("liar_only", 20)))
     assert more.describe(suite) == ("3 seeds per scene (orbit 6, liar_only 10), 6 hiding "
                                     "places for the search")
-    assert len(jobs_for(suite, more)) == len(jobs_for(suite, few)) + 3 * 2 + 7 * 2
+    assert len(jobs_for(suite, more)) == len(jobs_for(suite, few)) + 3 * 3 + 7 * 2
 
 
 def test_a_runs_dependencies_are_the_projects_sources_only() -> None:
@@ -57,3 +60,38 @@ def test_a_runs_dependencies_are_the_projects_sources_only() -> None:
     deps = _imported()
     assert "agents/core.py" in deps
     assert all(path.split("/")[0] in SOURCES for path in deps)
+
+
+def test_the_kit_as_sold_section_compares_each_fault_free_scene(tmp_path) -> None:
+    """Runs with and without the gyro (synthetic, 6 seeds): one row each, misses bold, the
+    paired p of the p95 error and the track held; a failed run is left out, not fatal."""
+    from tools.experiments.evidence import gyro
+    from tools.experiments.evidence.plan import AS_FILE, NO_GYRO, Results
+
+    suite = load_suite()
+    plan = replace(FULL, seeds=6)
+
+    def run(err: float, held: float) -> dict:
+        t = [float(k) for k in range(60)]
+        return {"metrics": {"err_p95": err * 2, "held": held, "pose_held": 0.9,
+                            "pose_heading_p95_deg": 5.0, "first_detection_s": 1.0},
+                "series": {"t": t, "err": {"walnut": [err] * 60}}}
+
+    lockstep = {}
+    for sc in suite.scenes:
+        if sc.kind != "fault_free":
+            continue
+        for k in range(1, 7):
+            lockstep[f"{sc.name}-{AS_FILE}-{k}"] = run(0.05 + 0.001 * k, 0.99)
+            lockstep[f"{sc.name}-{NO_GYRO}-{k}"] = run(0.3 + 0.01 * k, 0.6 + 0.01 * k)
+    lockstep[f"waypoints-{NO_GYRO}-6"] = {"error": "boom"}
+    section = gyro.section(Results(lockstep, {}, suite, plan, tmp_path))
+    assert section is not None
+    rows = [line for line in section.text if line.startswith("| orbit |")]
+    assert len(rows) == 2 and "| yes |" in rows[0] and "| **no** |" in rows[1]
+    assert "**0.335** / 0.360 / 0.36 | **0.635** |" in rows[1]  # median, held: misses
+    assert section.data["orbit"]["p_err_p95"] == pytest.approx(0.03125)  # 6 of 6 pairs
+    assert section.data["waypoints"]["no"]["held"] == pytest.approx(0.63)  # 5 runs
+    empty = Results({k: v for k, v in lockstep.items() if NO_GYRO not in k}, {}, suite, plan,
+                    tmp_path)
+    assert gyro.section(empty) is None

@@ -21,12 +21,13 @@ report only the report is redrawn, and after a change to the agent every run is 
 6. Search for a hidden target, sharing against not.
 7. Network faults: burst loss, a partition.
 8. Real processes against lockstep.
+9. The kit as sold: the fault-free scenes without a gyro.
 
 The package: :mod:`.plan` says which runs (jobs) there are, :mod:`.jobs` runs, measures
 and caches them, :mod:`.stats`, :mod:`.figures` and :mod:`.report` are the tables'
 statistics, the plots and the markdown; each experiment is a module (:mod:`.targets`,
 :mod:`.scenes`, :mod:`.accuracy`, :mod:`.consistency`, :mod:`.liars`, :mod:`.search`,
-:mod:`.faults`, :mod:`.modes`) with ``section(results)``, registered in
+:mod:`.faults`, :mod:`.modes`, :mod:`.gyro`) with ``section(results)``, registered in
 :data:`.main.EXPERIMENTS`.
 
 ``--quick`` runs 2 seeds per scene (4 hiding places) and no real runs, into

@@ -18,6 +18,7 @@ from tools.experiments.evidence import (
     accuracy,
     consistency,
     faults,
+    gyro,
     liars,
     modes,
     scenes,
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from tools.experiments.scenario import Suite
 
 # Every experiment, in the report's order: a module with ``section(results) -> Section | None``.
-EXPERIMENTS = (targets, scenes, accuracy, consistency, liars, search, faults, modes)
+EXPERIMENTS = (targets, scenes, accuracy, consistency, liars, search, faults, modes, gyro)
 
 
 def _say(text: str) -> None:

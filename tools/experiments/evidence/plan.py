@@ -19,7 +19,8 @@ SETTLE = 20.0  # s: "after 20 s" (run time)
 
 
 AS_FILE, NAIVE, ORACLE, NONE = "as_file", "naive", "oracle", "none"
-VARIANTS = (AS_FILE, NAIVE, ORACLE, NONE)
+NO_GYRO = "no_gyro"  # every car without its gyro: the kit as sold
+VARIANTS = (AS_FILE, NAIVE, ORACLE, NONE, NO_GYRO)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class Job:
 
     scene: str
     file: str  # the scenario file
-    variant: str  # as_file | naive | oracle | none
+    variant: str  # as_file | naive | oracle | none | no_gyro
     seed: int
     duration: float | None = None
 
@@ -83,6 +84,8 @@ class Job:
             s = s.with_fusion("none")
         elif self.variant == ORACLE:
             s = oracle(s)
+        elif self.variant == NO_GYRO:
+            s = s.with_car_model(gyro=False)
         return replace(s, duration=self.duration) if self.duration is not None else s
 
 
@@ -94,6 +97,8 @@ def variants_of(scene: Scene) -> list[str]:
         out.append(ORACLE)
     if scene.kind == "search":
         out.append(NONE)
+    if scene.kind == "fault_free":
+        out.append(NO_GYRO)
     return out
 
 

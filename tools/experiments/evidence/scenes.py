@@ -15,7 +15,8 @@ def section(results: Results) -> Section:
         "`scenarios/suite.toml` lists the scenes; each is a scenario file run in lockstep "
         "(deterministic: the command reproduces every number) over seeds 1..N. Variants: "
         "`naive` (every agent with naive fusion), `oracle` (the liar's datagrams dropped from "
-        "its onset instead of its lies), `none` (no sharing).",
+        "its onset instead of its lies), `none` (no sharing), `no_gyro` (every car without "
+        "its gyro, section 9).",
         "",
         "| scene | what it tests | seeds | variants | command |",
         "|---|---|---|---|---|",
