@@ -23,6 +23,12 @@ CAMERA_STALE_FOR = 3.0  # s without a camera frame
 NO_GYRO_FOR = 5.0  # s of the car's telemetry without a gyro reading
 
 
+def _gap(last: float, seen: float, since: float | None) -> float:
+    """Seconds up to ``last`` without a thing last ``seen``, counted from ``since``, the first
+    chance to see it (-inf before there was one)."""
+    return -math.inf if since is None else last - max(seen, since)
+
+
 @dataclass(frozen=True)
 class Warning:
     key: str  # stable name of the condition, e.g. "bad_mac:192.168.1.23"
@@ -122,20 +128,18 @@ class Health:
         if self.expect_car_id is not None and self._car_id not in (None, self.expect_car_id):
             out.append(Warning("car_id", f"the car reports robot id {self._car_id}, the config "
                                f"expects {self.expect_car_id}: is this the right car?"))
-        if self._telemetry_since is not None:
-            without = self._last_telemetry - max(self._last_gyro, self._telemetry_since)
+        gyro_gaps = (  # (key, seconds of telemetry without it, the warning's text)
+            ("no_gyro", _gap(self._last_telemetry, self._last_gyro, self._telemetry_since),
+             "the car's telemetry has had no gyro reading for {:.0f} s: the heading rests "
+             "on the wheels, which slip in turns; add an MPU-6050 on its I2C bus "
+             "(firmware/README.md, \"A gyro\")"),
+            ("no_gyro_angle", _gap(self._last_gyro, self._last_angle, self._gyro_since),
+             "the car's gyro readings have come without gyro_angle for {:.0f} s: its "
+             "firmware predates it, and 10 Hz rate samples miss turns; flash the sketch in "
+             "firmware/esp32/stigmesh_car"))
+        for key, without, text in gyro_gaps:
             if without > NO_GYRO_FOR:
-                out.append(Warning("no_gyro", f"the car's telemetry has had no gyro reading "
-                                   f"for {without:.0f} s: the heading rests on the wheels, "
-                                   "which slip in turns; add an MPU-6050 on its I2C bus "
-                                   "(firmware/README.md, \"A gyro\")"))
-        if self._gyro_since is not None:
-            without = self._last_gyro - max(self._last_angle, self._gyro_since)
-            if without > NO_GYRO_FOR:
-                out.append(Warning("no_gyro_angle", f"the car's gyro readings have come without "
-                                   f"gyro_angle for {without:.0f} s: its firmware predates it, "
-                                   "and 10 Hz rate samples miss turns; flash the sketch in "
-                                   "firmware/esp32/stigmesh_car"))
+                out.append(Warning(key, text.format(without)))
         if self._reboots:
             out.append(Warning("car_rebooted", f"the car rebooted {self._reboots} time(s) "
                                "during this run: check its power"))

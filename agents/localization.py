@@ -284,8 +284,9 @@ class PoseEKF:
         is integrated again with the rate ramped between the two (back to the last update
         at most, which stays as applied), and the rate's wander is estimated from the
         change. ``interval`` (with a new sample): the mean rate over that interval, from
-        the car's integrated angle, and the heading variance its timing adds; the interval
-        is integrated again at that rate instead of the ramp, without the wander term.
+        the car's integrated angle, and the heading variance its timing adds; the ramp is
+        then lifted to integrate to that mean, without the wander term but on the part
+        after an update inside the interval (:meth:`_ramp_to_angle`).
         """
         require(math.isfinite(t), "t must be finite")
         require(t >= self._t, f"predict_to({t}) is before the filter time {self._t}")

@@ -49,7 +49,7 @@ class HeldInputs:
     next_sample: float | None = None
     rate_psd: float = 0.0
     gyro_error: float | None = None  # the rate's error σ (None: LocalizerParams.gyro_error)
-    angle_var: float = 0.0  # rad², spread over [sampled_at, next_sample]: a mean rate's timing
+    angle_var: float = 0.0  # rad² over [sampled_at, next_sample]: the car's angle's timing
 
     def sample(self) -> tuple[float, float, float | None, float | None]:
         return self.duty_left, self.duty_right, self.gyro_z, self.gyro_error
@@ -69,8 +69,8 @@ def wander_var(u: HeldInputs, t: float, h: float) -> float:
     """Heading variance (rad²) the rate's wander about its held or ramped line adds over
     [t, t + h]: q·((a+h)³ - a³)/3 for a sample held since age a (integrated random
     walk), q·Δ²·h/12 between two samples Δ apart (the bridge's q·Δ³/12 spread evenly);
-    a mean rate over the interval (the car's integrated angle) adds its ``angle_var``,
-    spread evenly too.
+    a ramp lifted to the car's integrated angle adds that angle's timing variance
+    ``angle_var``, spread evenly too.
     """
     if u.next_sample is None:
         if u.rate_psd <= 0.0:
