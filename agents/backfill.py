@@ -27,8 +27,11 @@ localizer does, a rate is ramped to the next sample once it comes (the steps sin
 integrated again), and the true rate's wander about that line adds heading variance
 (:func:`agents.pose_motion.wander_var`, at the density the localizer learnt):
 the headings are then off by at most 0.08 rad (mostly the new pose's own error) and
-the mean NIS is 1.2, on the cautious side. The evidence (docs/evidence.md, section 4,
-"sightings") measures the placed sightings' NIS on every scene of the suite.
+the mean NIS is 1.2, on the cautious side. When the car integrates its gyro, the ramp
+is lifted to the heading change its angle gives for the interval, as the localizer's is
+(and with no wander term: nothing updates the reckoning inside an interval). The
+evidence (docs/evidence.md, section 4, "sightings") measures the placed sightings' NIS on
+every scene of the suite.
 
 The seeker gates a look like any other (its position σ must stay under
 ``search.max_pose_std``), so a frame from far back along a drive is dropped, and one
@@ -134,10 +137,15 @@ class Backfill:
         self._rate = None
 
     def advance(self, t0: float, t1: float, duty: tuple[float, float], gyro_z: float | None,
-                gyro_error: float | None = None, *, rate_psd: float = 0.0) -> None:
+                gyro_error: float | None = None, *, rate_psd: float = 0.0,
+                new_sample: bool = False,
+                interval: tuple[float, float] | None = None) -> None:
         """Dead-reckon over [t0, t1] without a pose, under the inputs the localizer used
         (the wheel duties, the gyro rate less its bias and that rate's error σ) and the
-        rate's wander density it learnt (``Localizer.rate_psd``, rad²/s³)."""
+        rate's wander density it learnt (``Localizer.rate_psd``, rad²/s³); ``new_sample``
+        and ``interval`` as the localizer's (:meth:`PoseEKF.predict_to`): the rate is a
+        new sample at ``t0``, and the car's angle gave the interval before it this mean
+        rate and timing variance."""
         if self.horizon <= 0.0 or not t1 > t0:
             return
         if not self._samples or abs(self._samples[-1].t - t0) > 1e-9:  # a new reckoning
@@ -146,8 +154,8 @@ class Backfill:
         self._psd = rate_psd
         if gyro_z is None:
             self._rate = None
-        elif self._rate is None or gyro_z != self._rate.omega:
-            self._new_rate(t0, gyro_z)
+        elif new_sample or self._rate is None or gyro_z != self._rate.omega:
+            self._new_rate(t0, gyro_z, interval)
         last = self._samples[-1]
         dt = t1 - t0
         v, omega, sigma_v, sigma_omega = rates(
@@ -163,20 +171,27 @@ class Backfill:
             last.wander + wander, v))
         self._trim(t1)
 
-    def _new_rate(self, t: float, omega: float) -> None:
+    def _new_rate(self, t: float, omega: float,
+                  interval: tuple[float, float] | None = None) -> None:
         """A new gyro sample at ``t``: the steps since the last one are integrated again with
-        the rate ramped between the two (the localizer's first-order hold)."""
+        the rate ramped between the two (the localizer's first-order hold), lifted to the
+        interval's mean rate when the car's angle gave one (no wander term then: the
+        reckoning has no update inside the interval)."""
         old, k0 = self._rate, len(self._samples) - 1
         self._rate = _Rate(omega, t, k0)
         if old is None or not t > old.t or not 0 <= old.index < k0:
             return
         slope = (omega - old.omega) / (t - old.t)
-        ramp = HeldInputs(0.0, 0.0, old.omega, old.t, slope, t, self._psd)
+        start = old.omega
+        ramp = HeldInputs(0.0, 0.0, start, old.t, slope, t, self._psd)
+        if interval is not None:
+            start = old.omega + interval[0] - 0.5 * (old.omega + omega)
+            ramp = HeldInputs(0.0, 0.0, start, old.t, slope, t, 0.0, angle_var=interval[1])
         samples = self._samples
         for k in range(old.index + 1, k0 + 1):
             prev, cur = samples[k - 1], samples[k]
             h = cur.t - prev.t
-            rate = old.omega + slope * (prev.t + 0.5 * h - old.t)
+            rate = start + slope * (prev.t + 0.5 * h - old.t)
             state, _, _ = motion_step(np.array(prev.pose), cur.v, rate, h)
             samples[k] = replace(cur, pose=(float(state[0]), float(state[1]), float(state[2])),
                                  wander=prev.wander + wander_var(ramp, prev.t, h))

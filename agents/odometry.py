@@ -106,17 +106,18 @@ class Odometry:
         if t > self.localizer.t:
             t0 = self.localizer.t
             dt = t - t0
+            sampled, self._sampled = self._sampled, False
+            interval = self.interval if sampled else None
             self.localizer.predict_to(t, self.duty[0], self.duty[1], self.gyro,
-                                      self.gyro_error, new_sample=self._sampled,
-                                      interval=self.interval if self._sampled else None)
-            self._sampled = False
+                                      self.gyro_error, new_sample=sampled, interval=interval)
             pose = self.localizer.pose
             if pose is not None:
                 self.backfill.clear()
                 self.reckoned = pose
                 return
             self.backfill.advance(t0, t, self.duty, self.gyro, self.gyro_error,
-                                  rate_psd=self.localizer.rate_psd)
+                                  rate_psd=self.localizer.rate_psd, new_sample=sampled,
+                                  interval=interval)
             if self.reckoned is not None:  # the navigator's estimate for a lost robot
                 v, omega = self.config.drive.body_velocity(*self.duty)
                 state, _, _ = motion_step(

@@ -94,6 +94,41 @@ def test_a_spin_up_is_placed_on_the_rate_ramped_between_gyro_samples() -> None:
         assert math.sqrt(float(p.cov[2, 2])) < 0.05  # and not blown up to say so
 
 
+def test_a_rate_that_jumps_is_placed_on_the_cars_angle() -> None:
+    """The rate jumps from 0 to 3 rad/s at 0.42 s, between two samples 0.1 s apart: ramped
+    between the samples, that interval turns 0.15 rad where the car turned 0.24, and every
+    frame before it is placed 0.09 rad off; with the car's angle (the interval's mean rate)
+    each is placed exactly, and with no more variance than the ramp claims."""
+    def theta(t: float) -> float:
+        return 3.0 * max(0.0, t - 0.42)
+
+    def run(with_angle: bool) -> list:
+        b = Backfill(4.0, DRIVE, PARAMS)
+        t, step = 0.0, 0.05
+        while t < 1.0 - 1e-9:
+            sample = round(t / 0.1, 6).is_integer()
+            if sample:
+                b.frame(t)
+            k = math.floor(round(t / 0.1, 6))
+            gyro = 3.0 if k * 0.1 >= 0.42 else 0.0
+            mean = (theta(k * 0.1) - theta(k * 0.1 - 0.1)) / 0.1
+            t1 = round(t + step, 9)
+            b.advance(t, t1, (-0.5, 0.5), gyro, 0.0, rate_psd=9.0, new_sample=sample,
+                      interval=(mean, 0.0) if with_angle and sample and k > 0 else None)
+            t = t1
+        return b.place(1.0, np.array([1.0, 2.0, 0.0]), P_A)
+
+    for with_angle, off in ((True, 0.0), (False, 0.09)):
+        placed = run(with_angle)
+        assert len(placed) == 10
+        for p in placed:
+            err = wrap_angle(float(p.pose[2]) - (theta(p.t) - theta(1.0)))
+            assert math.isclose(abs(err), off if p.t < 0.42 else 0.0, abs_tol=1e-9), (
+                with_angle, p.t, err)
+    by_t = {p.t: float(p.cov[2, 2]) for p in run(False)}
+    assert all(float(p.cov[2, 2]) <= by_t[p.t] for p in run(True))
+
+
 def test_only_frames_within_the_horizon_are_kept() -> None:
     b = spun(horizon=1.0, rate=1.0, until=3.0)
     placed = b.place(3.0, np.array([1.0, 1.0, 0.0]), P_A)

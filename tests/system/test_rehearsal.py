@@ -26,7 +26,7 @@ import pytest
 
 from agents.perception.tagmap import intrinsics_toml
 from protocol.robotfile import merge, to_toml
-from protocol.runlog import log_path
+from protocol.runlog import log_path, read_run_log
 from protocol.site import site_to_toml
 from tests.support.netns import SKIP, Net
 from tests.system.conftest import BACKSTOP, RunLogs, private_swarm_args, wait_for
@@ -163,7 +163,14 @@ def test_a_deployment_rehearsal_in_namespaces(net: Net, tmp_path: Path) -> None:
     metrics = json.loads((judged / "report" / "metrics.json").read_text())
     for name in laptops:
         after = metrics["agents"][name]["errors"]["position_error_after_settle_m"]
+        heading = metrics["agents"][name]["pose"]["heading_error_deg"]
         print(f"rehearsal: {name} confirmed its first peer {first_peer(name):.2f} s after "
               f"start; track error after {SETTLE:g} s: median {after['median']:.3f} m, "
-              f"p95 {after['p95']:.3f} m")
+              f"p95 {after['p95']:.3f} m; heading error median {heading['median']:.1f}°, "
+              f"p95 {heading['p95']:.1f}°")
         assert after["median"] < 0.15
+        # The sketch's own integral of its gyro reached the agent (the MPU-6050 model on the
+        # simulated bus, read by imu_gyro.cpp): every telemetry after the first carries it.
+        cars = [line for line in read_run_log(log_path(judged, name))
+                if line.get("event") == "car"]
+        assert len(cars) > 10 * RUN // 2 and all(line["angle"] is not None for line in cars[1:])
