@@ -63,7 +63,7 @@ from agents.pose_geometry import (
     sighting_detection,
     wrap_angle,
 )
-from agents.pose_motion import HeldInputs, rates, wander_var
+from agents.pose_motion import HeldInputs, ramped, rates, wander_var
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -182,11 +182,10 @@ class Backfill:
         if old is None or not t > old.t or not 0 <= old.index < k0:
             return
         slope = (omega - old.omega) / (t - old.t)
-        start = old.omega
-        ramp = HeldInputs(0.0, 0.0, start, old.t, slope, t, self._psd)
-        if interval is not None:
-            start = old.omega + interval[0] - 0.5 * (old.omega + omega)
-            ramp = HeldInputs(0.0, 0.0, start, old.t, slope, t, 0.0, angle_var=interval[1])
+        ramp = ramped(HeldInputs(0.0, 0.0, old.omega, old.t), omega, slope, t, psd=self._psd,
+                      interval=interval, partial=False)
+        start = ramp.gyro_z
+        assert start is not None
         samples = self._samples
         for k in range(old.index + 1, k0 + 1):
             prev, cur = samples[k - 1], samples[k]

@@ -8,30 +8,8 @@ of :mod:`agents.pose_motion` (duties through the drive model, or the gyro's rate
 errors correlated over ``error_correlation_time``) over the inputs held since the last
 step. The settings are :class:`~agents.localizer_params.LocalizerParams`.
 
-The gyro is a sample (10 Hz in telemetry) of a rate that moves between
-samples (by 1-5 rad/s within 50 ms in the simulated skid-steer car's turns).
-It is held until the next sample arrives; then the interval since the previous
-one is integrated again with the rate ramped between the two (first-order
-hold), back to the last update at most. The rate's wander about that line is
-heading noise: q·Δ³/12 per interval between samples Δ apart (a Brownian
-bridge's integral), q·a³/3 for a sample held for age a; q, the wander's
-spectral density, is estimated from consecutive samples (E[(Δω)²]/Δ = q). The
-same holds for a rate that jumps (a command changing it) at a uniformly random time
-within the interval, as on a real car whose commands and telemetry run on two clocks;
-jumps at one fixed phase s of the interval leave 12·(1/2 - s/Δ)² of the claimed
-variance (tests/agents/test_localization.py). In lockstep, where a car's commands follow
-its telemetry, the simulated cars' jumps fall mid-interval more often than uniformly, and
-the filter claimed 1.9-2.8x the ramp's actual error² per interval (measured once, on
-2026-12-05, as the test's docstring says; no test reruns it).
-What the samples cannot see (a rotation between two samples that alias it,
-a collision) stays unmodelled.
-
-A car that integrates its gyro (telemetry's ``gyro_angle``, :mod:`agents.odometry`)
-also says how far it turned between two samples: the interval's mean rate. The ramp is
-then lifted to integrate to it, and the interval's end carries no wander term, only the
-timing of the two angles (when they were taken on the car's clock against when they
-arrived); an update inside the interval leaves only the part after it to integrate
-again, and that part keeps the wander term.
+How the gyro's 10 Hz samples (and a car's integrated angle) become the rate over each
+interval, and the heading noise that leaves, is :mod:`agents.pose_motion`'s docstring.
 
 **Updates**: a tag is a range-bearing landmark, gated at χ²(2) = 9.21 on the
 normalised innovation squared (NIS); a pose fix is gated at χ²(3) = 11.34.
@@ -73,9 +51,9 @@ pose from tags alone) is :mod:`agents.pose_geometry`.
 Why one module of ~600 lines: it is one filter. Its rewind-and-replay of held
 inputs (and of ramped gyro rates), its gates, its rules for losing the pose and
 its local frame while turning act on one state, and read best side by side; the
-motion model, the settings and the result types (:class:`UpdateResult`,
-:class:`BatchResult`, in :mod:`agents.localization_results`, named from here too)
-live beside it.
+motion model (with how a sample is ramped), the settings and the result types
+(:class:`UpdateResult`, :class:`BatchResult`, in :mod:`agents.localization_results`,
+named from here too) live beside it.
 """
 
 from __future__ import annotations
@@ -105,7 +83,7 @@ from agents.pose_geometry import (
     solve_pose_from_tags,
     wrap_angle,
 )
-from agents.pose_motion import HeldInputs, integrate
+from agents.pose_motion import HeldInputs, integrate, ramped
 from protocol.errors import RejectCounters
 
 FloatArray = npt.NDArray[np.float64]
@@ -286,7 +264,7 @@ class PoseEKF:
         change. ``interval`` (with a new sample): the mean rate over that interval, from
         the car's integrated angle, and the heading variance its timing adds; the ramp is
         then lifted to integrate to that mean, without the wander term but on the part
-        after an update inside the interval (:meth:`_ramp_to_angle`).
+        after an update inside the interval (:func:`~agents.pose_motion.ramped`).
         """
         require(math.isfinite(t), "t must be finite")
         require(t >= self._t, f"predict_to({t}) is before the filter time {self._t}")
@@ -317,46 +295,22 @@ class PoseEKF:
                 weight = 1.0 - math.exp(-span / self.params.rate_change_window)
                 psd = self._rate_psd
                 self._rate_psd = seen if psd is None else psd + weight * (seen - psd)
-                if interval is None:
-                    self._ramp(old, slope, self._rate_psd)
-                else:
-                    self._ramp_to_angle(old, gyro_z, slope, interval)
+                self._ramp(old, gyro_z, slope, interval)
         psd = 0.0 if self._rate_psd is None else self._rate_psd
         self._held = HeldInputs(duty_left, duty_right, gyro_z, now, rate_psd=psd,
                              gyro_error=gyro_error)
 
-    def _ramp(self, old: HeldInputs, slope: float, psd: float) -> None:
-        """Integrate again, since ``old`` was sampled, with its rate ramped to the new one."""
-        self._again(replace(old, gyro_slope=slope, next_sample=self._t, rate_psd=psd))
-
-    def _ramp_to_angle(self, old: HeldInputs, rate: float, slope: float,
-                       interval: tuple[float, float]) -> None:
-        """Integrate again, since ``old`` was sampled, with its rate ramped to the new one
-        ``rate`` and lifted so that the interval integrates to its mean rate, ``interval[0]``
-        (the car's angle). Its timing variance ``interval[1]`` is spread over it; the wander
-        about the line is no error at the interval's ends, but is inside it: when an update
-        fell inside, only the part after it is integrated again, and keeps the wander term."""
-        assert old.gyro_z is not None
-        lift = interval[0] - 0.5 * (old.gyro_z + rate)
-        partial = self._again_from(old) > old.sampled_at
-        self._again(replace(old, gyro_z=old.gyro_z + lift, gyro_slope=slope,
-                            next_sample=self._t, rate_psd=self.rate_psd if partial else 0.0,
-                            angle_var=interval[1]))
-
-    def _again_from(self, inputs: HeldInputs) -> float:
-        """Where integrating again under ``inputs`` starts: their sample, the last update,
-        or the oldest history kept, whichever is latest."""
-        start = max(inputs.sampled_at, self._t_last_update)
+    def _ramp(self, old: HeldInputs, rate: float, slope: float,
+              interval: tuple[float, float] | None) -> None:
+        """Integrate again, since ``old`` was sampled (back to the last update or the oldest
+        history kept at most), with its rate ramped to the new one (:func:`ramped`)."""
+        start = max(old.sampled_at, self._t_last_update)
         if self._history:
             start = max(start, self._history[0].t0)
-        return start
-
-    def _again(self, inputs: HeldInputs) -> None:
-        """Integrate again under ``inputs`` since they were sampled (back to the last update
-        at most)."""
-        start = self._again_from(inputs)
         if self._x is None or start >= self._t:
             return
+        inputs = ramped(old, rate, slope, self._t, psd=self.rate_psd, interval=interval,
+                        partial=start > old.sampled_at)
         self._replay([replace(seg, inputs=inputs) for seg in self._rewind(start)])
 
     def _advance(self, t1: float, u: HeldInputs) -> None:

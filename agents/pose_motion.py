@@ -11,15 +11,40 @@ shorter ones. A skid-steer car's centre of rotation strays while it turns
 (``icr_offset``), and bumps and lateral slip diffuse the position.
 
 The gyro rate over an interval (:class:`HeldInputs`) is a sample held, or, once the
-next sample is known, a ramp to it; the rate's wander about that line is heading noise
-(:func:`wander_var`). When to hold, ramp and integrate again is the filter's
-(:mod:`agents.localization`). Pure functions of plain numbers and the settings.
+next sample is known, a ramp to it (:func:`ramped`); the rate's wander about that line
+is heading noise (:func:`wander_var`). When to hold, ramp and integrate again is the
+filter's (:mod:`agents.localization`). Pure functions of plain numbers and the settings.
+
+The gyro is a sample (10 Hz in telemetry) of a rate that moves between
+samples (by 1-5 rad/s within 50 ms in the simulated skid-steer car's turns).
+It is held until the next sample arrives; then the interval since the previous
+one is integrated again with the rate ramped between the two (first-order
+hold), back to the last update at most. The rate's wander about that line is
+heading noise: q·Δ³/12 per interval between samples Δ apart (a Brownian
+bridge's integral), q·a³/3 for a sample held for age a; q, the wander's
+spectral density, is estimated from consecutive samples (E[(Δω)²]/Δ = q). The
+same holds for a rate that jumps (a command changing it) at a uniformly random time
+within the interval, as on a real car whose commands and telemetry run on two clocks;
+jumps at one fixed phase s of the interval leave 12·(1/2 - s/Δ)² of the claimed
+variance (tests/agents/test_localization.py). In lockstep, where a car's commands follow
+its telemetry, the simulated cars' jumps fall mid-interval more often than uniformly, and
+the filter claimed 1.9-2.8x the ramp's actual error² per interval (measured once, on
+2026-12-05, as the test's docstring says; no test reruns it).
+What the samples cannot see (a rotation between two samples that alias it,
+a collision) stays unmodelled.
+
+A car that integrates its gyro (telemetry's ``gyro_angle``, :mod:`agents.odometry`)
+also says how far it turned between two samples: the interval's mean rate. The ramp is
+then lifted to integrate to it, and the interval's end carries no wander term, only the
+timing of the two angles (when they were taken on the car's clock against when they
+arrived); an update inside the interval leaves only the part after it to integrate
+again, and that part keeps the wander term.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -81,6 +106,22 @@ def wander_var(u: HeldInputs, t: float, h: float) -> float:
     spread = u.angle_var * h / span if span > 0.0 else 0.0
     return u.rate_psd * span * span * h / 12.0 + spread
 
+def ramped(old: HeldInputs, rate: float, slope: float, now: float, *, psd: float,
+           interval: tuple[float, float] | None, partial: bool) -> HeldInputs:
+    """``old``'s sample ramped at ``slope`` to the next one, ``rate``, taken at ``now``.
+    With ``interval`` (the interval's mean rate from the car's angle, and that angle's
+    timing variance) the ramp is lifted to integrate to that mean, and keeps the wander
+    term (density ``psd``) only when ``partial``: when an update inside the interval left
+    only its later part to integrate again, where the wander is an error; at the ends of
+    the whole interval it is none."""
+    if interval is None:
+        return replace(old, gyro_slope=slope, next_sample=now, rate_psd=psd)
+    assert old.gyro_z is not None
+    lift = interval[0] - 0.5 * (old.gyro_z + rate)
+    return replace(old, gyro_z=old.gyro_z + lift, gyro_slope=slope, next_sample=now,
+                   rate_psd=psd if partial else 0.0, angle_var=interval[1])
+
+
 def integrate(
     x: FloatArray, P: FloatArray, t0: float, dt: float, u: HeldInputs, *,
     params: LocalizerParams, drive: DriveModel,
@@ -107,4 +148,4 @@ def integrate(
     return x, 0.5 * (P + P.T)
 
 
-__all__ = ["HeldInputs", "integrate", "rates", "wander_var"]
+__all__ = ["HeldInputs", "integrate", "ramped", "rates", "wander_var"]
