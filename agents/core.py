@@ -492,7 +492,7 @@ class AgentCore:
                                                         t=t_local, now=now, verdict=verdict)
             outcome = "fused" if P_fused is not None else "disputed"
             if P_fused is None:
-                self.counters.count("track_disputed")  # it contradicts the own track
+                self.counters.count("track_disputed")  # contradicts the track, or a suspect peer
         if P_fused is not None:
             rule = FusionRule(self.config.fusion)
             confident = self.track_confident(now)

@@ -26,7 +26,11 @@ is then disputed, and its claims carry the disagreement in their covariance unti
 witness agrees with one (:meth:`Vetting.weigh`). A resend that is not fused (no new
 measurement) disputes the peer the same way (:meth:`Vetting.contest`): a claim fused
 before the agent had a track of its own, then coasted, is checked again once the agent
-sees the target. Evidence is also sought: while no own detection can settle a dispute,
+sees the target. A peer whose latest check failed stays *suspect* until a check
+passes: its claims that no check reaches (a resend of the refuted measurement among
+them) are held as disputed, not fused, whether or not the agent has a track they
+contradict; a refutation streak is not forgotten on the claim the own evidence happens
+not to reach. Evidence is also sought: while no own detection can settle a dispute,
 :meth:`Vetting.to_verify` names the disputed claim's place for the navigator to look
 at, so the own views confront its next claims. When a check turns a peer distrusted,
 what the core's track took from it cannot be taken out: the core starts its track over
@@ -107,6 +111,7 @@ class Vetting:
         self._checked: dict[str, tuple[tuple[int, int], int | None]] = {}
         self._patch_seen: dict[str, dict[tuple[int, int], tuple[float, float]]] = {}
         self._distrusted: set[str] = set()
+        self._suspect: set[str] = set()  # peers whose latest check failed, see weigh()
         self._disputes: dict[str, FloatArray] = {}  # peer -> d dᵀ (m²), see weigh()
         # peer -> (the newest disputed claim's position, its time, when the dispute began)
         self._contested: dict[str, tuple[tuple[float, float], float, float]] = {}
@@ -249,6 +254,10 @@ class Vetting:
         self.checks[f"{kind}_checks"] += 1
         if not outcome.passed:
             self.checks[f"{kind}_failed"] += 1
+        if outcome.passed:
+            self._suspect.discard(peer)
+        else:
+            self._suspect.add(peer)
         fusable = self.reputation.fusable(peer)
         if not fusable and peer not in self._distrusted:
             self._distrusted.add(peer)
@@ -273,9 +282,16 @@ class Vetting:
         are fused with ``d dᵀ`` added to their position covariance, which says what is not
         known (the own track may have been the wrong one; the peer may have lied before, or
         since). A view that saw the target near the claim does not settle it: its disc
-        grows with the target's speed and the time between them."""
+        grows with the target's speed and the time between them.
+
+        A *suspect* peer's claim (its latest check failed) that no check reached is held
+        the same way, with or without a track it contradicts, and looked at as a disputed
+        one is (:meth:`to_verify`)."""
         nis, disputed = self._compare(peer, track, x, P, t=t, now=now, verdict=verdict)
         if disputed:
+            return None, nis
+        if verdict is None and peer in self._suspect:
+            self._contest_place(peer, x, t, now)
             return None, nis
         self._weighed_at[peer] = now
         D = self._disputes.get(peer)
@@ -311,10 +327,14 @@ class Vetting:
             return nis, False
         d = claim.position - own.position
         self._disputes[peer] = np.outer(d, d)
+        self._contest_place(peer, x, t, now)
+        return nis, True
+
+    def _contest_place(self, peer: str, x: FloatArray, t: float, now: float) -> None:
+        """The peer's newest disputed claim is at ``x`` (local time ``t``): where to look."""
         prior = self._contested.get(peer)
         since = now if prior is None else prior[2]
         self._contested[peer] = ((float(x[0]), float(x[1])), t, since)
-        return nis, True
 
     def rebuild(self, track: TrackFilter, now: float) -> tuple[TrackFilter, str]:
         """What ``track`` took from a peer now distrusted cannot be taken out of it: it

@@ -96,9 +96,11 @@ def test_a_liar_who_alone_claims_the_target_where_the_camera_sees_nothing_is_dis
     distrusted = [f for e, f in records if e == "peer_distrusted"]
     assert len(distrusted) == 1 and distrusted[0]["by"] == "track"
     assert not core.reputation.fusable("hazel")
-    # Everything the track held came from the liar: it is dropped, and nothing of the
-    # liar's is fused any more.
-    assert distrusted[0]["track"] == "dropped" and not core.track.initialised
+    # Nothing of the liar's was ever fused: not the refuted claims, nor their resends
+    # (no check reaches a resend, and the peer's latest check failed), so there was no
+    # track to drop; nothing of the liar's is fused any more.
+    assert [f["outcome"] for f in tracks[:3]] == ["refuted", "disputed", "disputed"]
+    assert distrusted[0]["track"] == "none" and not core.track.initialised
     # Distrusted on the failed check that takes a fresh peer's score under the threshold.
     fresh, needed = ReputationTable(core.config.reputation), 1
     while fresh.record("x", False) >= core.config.reputation.threshold:
@@ -394,3 +396,40 @@ def test_a_lie_beyond_the_wall_is_checked_as_it_was_told_not_clamped_into_the_ro
     assert checks and "witness_disagrees" in {f["check_reason"] for f in checks}
     assert not any(f["check"] for f in checks)
     assert any(e == "peer_distrusted" for e, _ in records)
+
+
+def unchecked_claim(core: AgentCore, t: float, updates: int) -> dict[str, Any]:
+    """The peer claims the target behind the camera at ``t`` (no own evidence reaches it):
+    the record of that TRACK."""
+    core.on_message(peer_track(1000 + updates, t, (0.5, 0.5), updates), PEER, t)
+    return [r.fields for r in core.take_outputs().records if r.event == "peer_track"][-1]
+
+
+def test_a_refuted_peer_is_not_believed_where_no_check_reaches_until_a_check_passes() -> None:
+    # Trusted, its claim that no check reaches is fused: no own track contradicts it.
+    trusted = core_with_peer()
+    run(trusted, 0.35, claim=(0.5, 0.5))
+    assert unchecked_claim(trusted, 0.5, 100)["outcome"] == "fused"
+    # Refuted once (still fusable by its score), the same claim is held and looked at.
+    core = core_with_peer()
+    records = run(core, 0.35, claim=(2.5, 2.5))  # in plain view, and nothing there
+    assert [f["check_reason"] for e, f in records
+            if e == "peer_track" and f["check"] is False] == ["seen_empty"]
+    assert core.reputation.fusable("hazel") and not core.track.initialised
+    held = unchecked_claim(core, 0.5, 100)
+    assert held["outcome"] == "disputed" and held["check"] is None
+    assert not core.track.initialised
+    assert core.vetting.to_verify(0.5) == (0.5, 0.5)
+    # A check it passes (the own camera sees the target where it says) ends that.
+    for k in range(8):
+        t = 0.6 + FRAME * k
+        frame(core, t, target=(2.5, 2.5))
+        core.on_message(peer_track(200 + k, t, (2.5, 2.5), 200 + k), PEER, t)
+        core.tick(t)
+    checks = [r.fields["check"] for r in core.take_outputs().records
+              if r.event == "peer_track"]
+    assert checks[-1] is True
+    core.tick(9.0)  # own track and witness forgotten: nothing contradicts the next claim
+    core.take_outputs()
+    assert not core.track.initialised
+    assert unchecked_claim(core, 9.0, 300)["outcome"] == "fused"
