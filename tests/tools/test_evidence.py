@@ -30,9 +30,9 @@ def test_every_experiment_module_is_registered_once() -> None:
 def test_every_job_has_its_own_key() -> None:
     # --quick: 2 seeds a scene, 4 hiding places; five scenes as their files say, four also
     # with naive (orbit, eight robots) or the oracle (both liars), the five fault-free ones
-    # also without a gyro, the search also unshared
+    # also without a gyro, the search also unshared and with the oracle
     keys = [job.key for job in jobs_for(load_suite(), QUICK)]
-    assert len(keys) == len(set(keys)) == (5 + 4 * 2 + 5) * 2 + 2 * 4
+    assert len(keys) == len(set(keys)) == (5 + 4 * 2 + 5) * 2 + 3 * 4
 
 
 def test_a_plan_of_fewer_seeds_says_how_many_ran() -> None:
@@ -41,7 +41,7 @@ def test_a_plan_of_fewer_seeds_says_how_many_ran() -> None:
     assert QUICK.describe(suite) == "2 seeds per scene, 4 hiding places for the search"
     few = replace(FULL, seeds=3, search_seeds=6, real_scenes=frozenset({"orbit", "liar_only"}))
     assert few.describe(suite) == "3 seeds per scene, 6 hiding places for the search"
-    assert len(jobs_for(suite, few)) == (5 + 4 * 2 + 5) * 3 + 2 * 6
+    assert len(jobs_for(suite, few)) == (5 + 4 * 2 + 5) * 3 + 3 * 6
     assert [j.key for j in real_jobs(suite, few)] == ["orbit-as_file-1", "liar_only-as_file-1"]
     assert len(real_jobs(suite, FULL)) == len(suite.scenes) and not real_jobs(suite, QUICK)
     more = replace(few, scene_seeds=(("orbit", 6), ("liar_only", 20)))
@@ -95,3 +95,32 @@ def test_the_kit_as_sold_section_compares_each_fault_free_scene(tmp_path) -> Non
     empty = Results({k: v for k, v in lockstep.items() if NO_GYRO not in k}, {}, suite, plan,
                     tmp_path)
     assert gyro.section(empty) is None
+
+
+def test_the_search_section_sets_sharing_against_no_sharing_and_the_oracle(tmp_path) -> None:
+    """Synthetic runs of 6 places: each variant's median, both ratios and their paired p; a
+    search that never detects counts as the run's length."""
+    from tools.experiments.evidence import search
+    from tools.experiments.evidence.plan import AS_FILE, NONE, ORACLE_LOOKS, Results
+
+    suite = load_suite()
+    plan = replace(FULL, search_seeds=6, seeds=6)
+
+    def run(first: float | None, k: int) -> dict:
+        return {"seed": k, "place": (1.0 + k, 2.0),
+                "metrics": {"first_detection_s": first, "search_redundancy": 1.5,
+                            "search_cells": 100.0, "err_p50": 0.03},
+                "series": {"t": [0.0, 60.0]}}
+
+    lockstep = {}
+    for k in range(1, 7):
+        lockstep[f"hidden_search-{AS_FILE}-{k}"] = run(4.0 + k, k)
+        lockstep[f"hidden_search-{NONE}-{k}"] = run(None if k == 6 else 8.0 + 2 * k, k)
+        lockstep[f"hidden_search-{ORACLE_LOOKS}-{k}"] = run(3.0 + k, k)
+    section = search.section(Results(lockstep, {}, suite, plan, tmp_path))
+    assert section is not None
+    row = next(line for line in section.text if line.startswith("| time to first detection"))
+    # medians 7.5 (ci), 15.0 (none: 10..18 and 60), 6.5 (oracle); all 6 pairs one way
+    assert row == ("| time to first detection (s) | 7.5 | 15.0 | 6.5 | 0.50 | 0.0312 | 1.15 "
+                   "| 0.0312 |")
+    assert section.data["first_detection_s"]["none"][-1] == 60.0

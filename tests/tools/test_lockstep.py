@@ -179,3 +179,32 @@ def test_run_command_lockstep_end_to_end(tmp_path: Path, capsys: pytest.CaptureF
     again = run_cmd.main(parser.parse_args([str(scenario), "--lockstep", "--run-dir",
                                             str(run_dir)]))
     assert again == 2
+
+
+def test_a_scenarios_oracle_looks_hand_every_look_over_and_send_none(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from tools.experiments.scenario_file import load_scenario
+
+    shipped = load_scenario(Path(__file__).resolve().parents[2] / "scenarios/hidden_search.toml")
+    shared = replace(shipped.with_seed(3), duration=6.0)
+    scenario = shared.with_oracle_looks()
+    assert scenario.oracle_looks and all(("search.share", "false") in a.sets
+                                         for a in scenario.agents)
+    for run, variant in ((tmp_path / "shared", shared), (tmp_path / "oracle", scenario)):
+        run_scenario(variant, run)
+    for name in scenario.names:
+        handed = events(tmp_path / "oracle", name, "oracle_look")
+        sent = {line.get("kind") for line in events(tmp_path / "oracle", name, "tx")}
+        assert handed and "look" not in sent and "heartbeat" in sent, (name, sent)
+        assert not events(tmp_path / "shared", name, "oracle_look")
+        assert "look" in {line.get("kind") for line in events(tmp_path / "shared", name, "tx")}
+
+
+def test_oracle_looks_need_lockstep(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    parser = argparse.ArgumentParser()
+    run_cmd.add_arguments(parser)
+    code = run_cmd.main(parser.parse_args(["default", "--oracle-looks", "--run-dir",
+                                           str(tmp_path / "run")]))
+    assert code == 2 and "--oracle-looks needs --lockstep" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

@@ -47,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=None,
                    help="real mode: the swarm's broadcast port (default: 47000, or a free one "
                    "near it when another run holds it)")
+    p.add_argument("--oracle-looks", action="store_true",
+                   help="lockstep only: no LOOK sent; every robot's look goes at once to "
+                   "every other robot's search map (the search's oracle baseline)")
     p.add_argument("--no-report", action="store_true", help="skip the replay report")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_view_options(p)
@@ -153,6 +156,11 @@ def main(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except ValueError as exc:
         return _fail(f"--seed: {exc}")
+    if args.oracle_looks:
+        if not args.lockstep:
+            return _fail("--oracle-looks needs --lockstep: only one process can hand every "
+                         "robot's look to the others at once")
+        scenario = scenario.with_oracle_looks()
     if not args.lockstep:
         problem = _real_mode_problem(scenario)
         if problem is not None:

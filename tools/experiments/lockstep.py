@@ -390,6 +390,7 @@ def run_scenario(
     ls = Lockstep(
         scenario.arena, scenario.seed, run_dir, swarm=f"scenario-{scenario.name}",
         config=scenario.agent_config, names=scenario.names,
+        oracle_looks=scenario.oracle_looks,
     )  # fmt: skip
     applied: list[dict[str, Any]] = []
     try:

@@ -109,6 +109,7 @@ class Scenario:
     hide: Hide | None = None
     arena_file: str = ""  # the arena's own file (``arena.source`` may be a run's copy)
     car_model_sets: tuple[tuple[str, bool | float], ...] = ()  # over the file's [car_model]
+    oracle_looks: bool = False  # lockstep only: see with_oracle_looks()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -191,6 +192,15 @@ class Scenario:
         if fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
         return replace(self, agents=tuple(replace(a, fusion=fusion) for a in self.agents))
+
+    def with_oracle_looks(self) -> Scenario:
+        """The search's oracle (lockstep only): no LOOK is sent or applied (``search.share``
+        off for every agent); instead every robot's look is handed at once to every other
+        robot's search map, so the swarm searches as if each knew every view (what perfect
+        sharing could give; :class:`~tools.experiments.lockstep.Lockstep` ``oracle_looks``)."""
+        agents = tuple(replace(a, sets=(*a.sets, ("search.share", "false")))
+                       for a in self.agents)
+        return replace(self, agents=agents, oracle_looks=True)
 
     def with_reputation(self, on: bool) -> Scenario:
         return replace(self, agents=tuple(replace(a, use_reputation=on) for a in self.agents))

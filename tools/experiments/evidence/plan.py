@@ -20,7 +20,8 @@ SETTLE = 20.0  # s: "after 20 s" (run time)
 
 AS_FILE, NAIVE, ORACLE, NONE = "as_file", "naive", "oracle", "none"
 NO_GYRO = "no_gyro"  # every car without its gyro: the kit as sold
-VARIANTS = (AS_FILE, NAIVE, ORACLE, NONE, NO_GYRO)
+ORACLE_LOOKS = "oracle_looks"  # a search with every look handed at once to every robot
+VARIANTS = (AS_FILE, NAIVE, ORACLE, NONE, NO_GYRO, ORACLE_LOOKS)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class Job:
 
     scene: str
     file: str  # the scenario file
-    variant: str  # as_file | naive | oracle | none | no_gyro
+    variant: str  # as_file | naive | oracle | none | no_gyro | oracle_looks
     seed: int
     duration: float | None = None
 
@@ -86,6 +87,8 @@ class Job:
             s = oracle(s)
         elif self.variant == NO_GYRO:
             s = s.with_car_model(gyro=False)
+        elif self.variant == ORACLE_LOOKS:
+            s = s.with_oracle_looks()
         return replace(s, duration=self.duration) if self.duration is not None else s
 
 
@@ -96,7 +99,7 @@ def variants_of(scene: Scene) -> list[str]:
     if scene.kind in ("liar_among", "liar_only"):
         out.append(ORACLE)
     if scene.kind == "search":
-        out.append(NONE)
+        out += [NONE, ORACLE_LOOKS]
     if scene.kind == "fault_free":
         out.append(NO_GYRO)
     return out

@@ -15,8 +15,9 @@ def section(results: Results) -> Section:
         "`scenarios/suite.toml` lists the scenes; each is a scenario file run in lockstep "
         "(deterministic: the command reproduces every number) over seeds 1..N. Variants: "
         "`naive` (every agent with naive fusion), `oracle` (the liar's datagrams dropped from "
-        "its onset instead of its lies), `none` (no sharing), `no_gyro` (every car without "
-        "its gyro, section 9).",
+        "its onset instead of its lies), `none` (no sharing), `oracle_looks` (no LOOK sent: "
+        "every look handed at once to every robot's search map, section 6), `no_gyro` "
+        "(every car without its gyro, section 9).",
         "",
         "| scene | what it tests | seeds | variants | command |",
         "|---|---|---|---|---|",

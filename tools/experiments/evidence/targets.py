@@ -153,10 +153,11 @@ def recoveries(res: Results, scene: str, variant: str = AS_FILE, *,
     return out
 
 
-def search_pairs(res: Results, scene: str, key: str) -> tuple[list[float | None],
-                                                             list[float | None]]:
-    """Per place (seed), ``key`` with sharing (ci, as the file says) and without (none); a
-    time to first detection that never came counts as the run's duration (censored)."""
+def search_pairs(res: Results, scene: str, key: str, other: str = NONE,
+                 ) -> tuple[list[float | None], list[float | None]]:
+    """Per place (seed), ``key`` with sharing (ci, as the file says) and in the ``other``
+    variant (none: without sharing); a time to first detection that never came counts as
+    the run's duration (censored)."""
     duration = max((r["series"]["t"][-1] for r in ok(res.runs(scene))), default=60.0)
 
     def value(r: dict[str, Any]) -> float | None:
@@ -168,7 +169,7 @@ def search_pairs(res: Results, scene: str, key: str) -> tuple[list[float | None]
         return float(v) if v is not None else None
 
     ci = {r["seed"]: value(r) for r in res.runs(scene)}
-    none = {r["seed"]: value(r) for r in res.runs(scene, NONE)}
+    none = {r["seed"]: value(r) for r in res.runs(scene, other)}
     seeds = sorted(set(ci) | set(none))
     return [ci.get(k) for k in seeds], [none.get(k) for k in seeds]
 
