@@ -9,7 +9,7 @@ from tools.experiments.evidence.figures import pyplot, save
 from tools.experiments.evidence.plan import AS_FILE, NONE, ORACLE_LOOKS, Results
 from tools.experiments.evidence.report import Section
 from tools.experiments.evidence.stats import fmt, fp, median, paired_p
-from tools.experiments.evidence.targets import SEARCH_RATIO, search_pairs
+from tools.experiments.evidence.targets import SEARCH_RATIO, search_values
 
 
 def section(results: Results) -> Section | None:
@@ -50,8 +50,8 @@ def section(results: Results) -> Section | None:
             "|---|---|---|---|---|---|---|---|",
         ]
         for key, title, f in keys:
-            ci, none = search_pairs(results, sc.name, key)
-            _, oracle = search_pairs(results, sc.name, key, ORACLE_LOOKS)
+            ci, none, oracle = search_values(results, sc.name, key,
+                                             (AS_FILE, NONE, ORACLE_LOOKS))
             a, b, c = median(ci), median(none), median(oracle)
             ratio = a / b if a is not None and b else None
             to_oracle = a / c if a is not None and c else None

@@ -153,11 +153,11 @@ def recoveries(res: Results, scene: str, variant: str = AS_FILE, *,
     return out
 
 
-def search_pairs(res: Results, scene: str, key: str, other: str = NONE,
-                 ) -> tuple[list[float | None], list[float | None]]:
-    """Per place (seed), ``key`` with sharing (ci, as the file says) and in the ``other``
-    variant (none: without sharing); a time to first detection that never came counts as
-    the run's duration (censored)."""
+def search_values(res: Results, scene: str, key: str,
+                  variants: Sequence[str] = (AS_FILE, NONE)) -> list[list[float | None]]:
+    """Per place (seed, every seed any of ``variants`` ran), ``key`` in each variant, in
+    the order given; a time to first detection that never came counts as the run's
+    duration (censored)."""
     duration = max((r["series"]["t"][-1] for r in ok(res.runs(scene))), default=60.0)
 
     def value(r: dict[str, Any]) -> float | None:
@@ -168,10 +168,16 @@ def search_pairs(res: Results, scene: str, key: str, other: str = NONE,
             return float(duration)
         return float(v) if v is not None else None
 
-    ci = {r["seed"]: value(r) for r in res.runs(scene)}
-    none = {r["seed"]: value(r) for r in res.runs(scene, other)}
-    seeds = sorted(set(ci) | set(none))
-    return [ci.get(k) for k in seeds], [none.get(k) for k in seeds]
+    by_seed = [{r["seed"]: value(r) for r in res.runs(scene, v)} for v in variants]
+    seeds = sorted(set().union(*by_seed))
+    return [[values.get(k) for k in seeds] for values in by_seed]
+
+
+def search_pairs(res: Results, scene: str, key: str) -> tuple[list[float | None],
+                                                             list[float | None]]:
+    """Per place, ``key`` with sharing (ci, as the file says) and without (none)."""
+    ci, none = search_values(res, scene, key)
+    return ci, none
 
 
 def real_agreement(res: Results, scene: str) -> dict[str, Any]:
