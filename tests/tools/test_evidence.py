@@ -124,3 +124,22 @@ def test_the_search_section_sets_sharing_against_no_sharing_and_the_oracle(tmp_p
     assert row == ("| time to first detection (s) | 7.5 | 15.0 | 6.5 | 0.50 | 0.0312 | 1.15 "
                    "| 0.0312 |")
     assert section.data["first_detection_s"]["none"][-1] == 60.0
+
+
+def test_the_nees_table_says_which_side_a_miss_is_on(tmp_path) -> None:
+    """Synthetic runs whose NEES4 is 0.1 (below the bounds) a fifth of the time and 20 (above)
+    a tenth: the orbit's row gives 70 % inside, 20 % below and 10 % above."""
+    from tools.experiments.evidence import consistency
+    from tools.experiments.evidence.plan import AS_FILE, Results
+
+    suite = load_suite()
+    plan = replace(FULL, seeds=2, search_seeds=2)
+    nees4 = [0.1] * 2 + [20.0] + [4.0] * 7
+    series = {"t": [float(k) for k in range(10)], "nees4": {"walnut": nees4},
+              "nees2": {"walnut": [2.0] * 10}, "peer_nees4": {"walnut": [4.0] * 10},
+              "matched_nees4": {"walnut": [4.0] * 10}, "err": {"walnut": [0.05] * 10}}
+    run = {"metrics": {"nees4_inside": 0.7, "nees4_mean": 4.0}, "series": series}
+    lockstep = {job.key: run for job in jobs_for(suite, plan) if job.variant == AS_FILE}
+    section = consistency.section(Results(lockstep, {}, suite, plan, tmp_path))
+    row = next(line for line in section.text if line.startswith("| orbit |"))
+    assert row.startswith("| orbit | 70.0% / 4.82 | 20.0% / 10.0% | 100.0% / 2.00 |"), row

@@ -57,11 +57,13 @@ def section(results: Results) -> Section:
         "the targets on noiseless motion. Where the agent's NEES is near this reference its "
         "miss is the "
         "model's; where it is lower, its sightings' covariance (the NIS below) or the "
-        "fusion of peers made it more cautious still.",
+        "fusion of peers made it more cautious still. Which side a miss is on: NEES4 below "
+        "the lower bound is a covariance larger than the errors (cautious), above the upper "
+        "one a covariance smaller than them (overconfident).",
         "",
-        "| scene | NEES4 inside / mean | NEES2 inside / mean | as a peer predicts it: NEES4 "
-        "inside / mean | own filter, matched sensor: NEES4 inside / mean |",
-        "|---|---|---|---|---|",
+        "| scene | NEES4 inside / mean | NEES4 below / above | NEES2 inside / mean | as a peer "
+        "predicts it: NEES4 inside / mean | own filter, matched sensor: NEES4 inside / mean |",
+        "|---|---|---|---|---|---|",
     ]
     b2 = nees_bounds(2)
     for name in scenes:
@@ -72,6 +74,9 @@ def section(results: Results) -> Section:
             v = pooled(runs, key, agents=honest)
             share = fraction_inside(v, b)
             cells.append("–" if share is None else f"{share:.1%} / {v.mean():.2f}")
+            if key == "nees4":
+                cells.append("–" if share is None else
+                             f"{float(np.mean(v < b[0])):.1%} / {float(np.mean(v > b[1])):.1%}")
         s.text.append(f"| {name} | " + " | ".join(cells) + " |")
     plt = pyplot()
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
