@@ -106,6 +106,7 @@ def wander_var(u: HeldInputs, t: float, h: float) -> float:
     spread = u.angle_var * h / span if span > 0.0 else 0.0
     return u.rate_psd * span * span * h / 12.0 + spread
 
+
 def ramped(old: HeldInputs, rate: float, slope: float, now: float, *, psd: float,
            interval: tuple[float, float] | None, partial: bool) -> HeldInputs:
     """``old``'s sample ramped at ``slope`` to the next one, ``rate``, taken at ``now``.
