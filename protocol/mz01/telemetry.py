@@ -108,20 +108,23 @@ def _number(value: object, key: str) -> float:
     return number
 
 
-def _depth(value: object) -> int:
-    """Nesting depth of dicts and lists (a scalar is 0); stops counting past the limit."""
+def _sim_problem(value: object) -> str | None:
+    """Why ``sim`` is refused: not an object, nested deeper than MAX_SIM_DEPTH, or holding a
+    number beyond binary64 (``1e309`` reads as infinity: it could not be written back)."""
+    if not isinstance(value, dict):
+        return "sim must be an object"
     stack: list[tuple[object, int]] = [(value, 0)]
-    deepest = 0
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict | list):
             depth += 1
-            deepest = max(deepest, depth)
-            if deepest > MAX_SIM_DEPTH:
-                return deepest
+            if depth > MAX_SIM_DEPTH:
+                return f"sim must be nested at most {MAX_SIM_DEPTH} deep"
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth) for child in children)
-    return deepest
+        elif isinstance(item, float) and not math.isfinite(item):
+            return "sim holds a number beyond binary64"
+    return None
 
 
 _REQUIRED = (
@@ -153,8 +156,9 @@ def _from_object(obj: Mapping[str, Any]) -> Telemetry:
     if gyro_angle is not None and abs(gyro_angle) > MAX_GYRO_ANGLE:
         raise TelemetryError(OUT_OF_RANGE, f"gyro_angle={gyro_angle} outside [-pi, pi]")
     sim = obj.get("sim")
-    if "sim" in obj and (not isinstance(sim, dict) or _depth(sim) > MAX_SIM_DEPTH):
-        raise TelemetryError(BAD_SIM, f"sim must be an object nested at most {MAX_SIM_DEPTH} deep")
+    problem = _sim_problem(sim) if "sim" in obj else None
+    if problem is not None:
+        raise TelemetryError(BAD_SIM, problem)
     return Telemetry(
         id=_int(obj, "id", 1, 0xFF),
         boot=_int(obj, "boot", 0, U32_MAX),

@@ -174,6 +174,15 @@ def test_overflowing_float_is_out_of_range(key: str) -> None:
     assert reason_of(text) == "out_of_range"
 
 
+def test_an_overflowing_number_in_sim_is_bad_sim() -> None:
+    # Found by the fuzz (test_mz01_fuzz): 1.8e309 read as inf, accepted, and then the
+    # object could not be written back.
+    text = dumps(obj(sim={"": 1.0})).replace(b"1.0}", b"1.7976931347313734e+309}")
+    assert b"e+309" in text
+    assert reason_of(text) == "bad_sim"
+    assert parse(dumps(obj(sim={"a": [1.5, {"b": -2e300}]}))).sim == {"a": [1.5, {"b": -2e300}]}
+
+
 def test_duplicate_keys_anywhere() -> None:
     assert reason_of(b'{"id": 7, "id": 7}') == "duplicate_key"
     nested = dumps(obj(sim={"a": 1}))[:-2] + b', "a": 2}}'
