@@ -143,3 +143,43 @@ def test_the_nees_table_says_which_side_a_miss_is_on(tmp_path) -> None:
     section = consistency.section(Results(lockstep, {}, suite, plan, tmp_path))
     row = next(line for line in section.text if line.startswith("| orbit |"))
     assert row.startswith("| orbit | 70.0% / 4.82 | 20.0% / 10.0% | 100.0% / 2.00 |"), row
+
+
+def test_a_liars_real_run_is_judged_on_its_honest_agents(tmp_path) -> None:
+    """liar_only (pecan lies): lockstep and real honest agents alike, the liar's own track
+    far off in the real run. The pooled (every agent) median is out of range, the honest
+    agents' is not: the scene agrees, and both rows are shown."""
+    from tools.experiments.evidence import modes
+    from tools.experiments.evidence.plan import AS_FILE, Results
+    from tools.experiments.evidence.targets import real_agreement
+
+    suite = load_suite()
+    plan = replace(FULL, seeds=3, search_seeds=3)
+    t = [float(k) for k in range(40)]
+
+    def run(honest: float, liar: float, held_liar: float) -> dict:
+        per = {"walnut": {"held": 0.9, "kbytes_per_s": 1.0},
+               "hazel": {"held": 0.9, "kbytes_per_s": 1.0},
+               "pecan": {"held": held_liar, "kbytes_per_s": 1.0}}
+        err = {"walnut": [honest] * 40, "hazel": [honest] * 40, "pecan": [liar] * 40}
+        every = [honest] * 40 + [honest] * 40 + [liar] * 40
+        return {"metrics": {"err_p50": float(sorted(every)[60]), "held": 0.9,
+                            "nees4_inside": 1.0, "kbytes_per_s": 1.0, "agents": per},
+                "series": {"t": t, "err": err, "nees4": {n: [4.0] * 40 for n in err}}}
+
+    lockstep = {f"liar_only-{AS_FILE}-{k}": run(0.05 * k, 0.1, 0.9) for k in (1, 2, 3)}
+    # the real run: honest agents at 0.1 m, the liar's track at 1.5 m; the run's own pooled
+    # median (as trial_metrics gives it when the honest agents hold less) 0.536 m
+    real = {"liar_only": run(0.1, 1.5, 0.9)}
+    real["liar_only"]["metrics"]["err_p50"] = 0.536
+    res = Results(lockstep, real, suite, plan, tmp_path)
+    honest = real_agreement(res, "liar_only")
+    every = real_agreement(res, "liar_only", every_agent=True)
+    assert set(honest["agents"]) == {"walnut", "hazel"} and every["agents"] is None
+    assert honest["agrees"] and honest["measures"]["err_p50"][0] == pytest.approx(0.1)
+    assert not every["agrees"] and every["measures"]["err_p50"][3] is False
+    section = modes.section(res)
+    assert section is not None
+    rows = [line for line in section.text if line.startswith("| liar_only")]
+    assert len(rows) == 2 and rows[0].endswith("| yes |") and rows[1].endswith("| **no** |")
+    assert "every agent (not judged)" in rows[1] and "0.536 (" in rows[1]

@@ -180,19 +180,50 @@ def search_pairs(res: Results, scene: str, key: str) -> tuple[list[float | None]
     return ci, none
 
 
-def real_agreement(res: Results, scene: str) -> dict[str, Any]:
+AGREE = ("err_p50", "held", "nees4_inside", "kbytes_per_s")
+"""The measures on which a real run agrees with its scene's lockstep seeds."""
+
+
+def agreement_measures(run: dict[str, Any], agents: Sequence[str] | None) -> dict[str, Any]:
+    """A run's :data:`AGREE` measures over ``agents`` (None: the run's own, every agent):
+    the median error after 20 s and NEES4 inside pooled over their held samples, the held
+    fraction and KB/s their means."""
+    m = run["metrics"]
+    if agents is None:
+        return {key: m.get(key) for key in AGREE}
+    per = [m.get("agents", {}).get(n, {}) for n in agents]
+
+    def mean(key: str) -> float | None:
+        v = [a[key] for a in per if a.get(key) is not None]
+        return float(np.mean(v)) if v else None
+
+    return {"err_p50": percentile(pooled([run], after=SETTLE, agents=agents), 50),
+            "held": mean("held"),
+            "nees4_inside": fraction_inside(pooled([run], "nees4", agents=agents),
+                                            nees_bounds(4)),
+            "kbytes_per_s": mean("kbytes_per_s")}
+
+
+def real_agreement(res: Results, scene: str, *, every_agent: bool = False) -> dict[str, Any]:
     """The real run against the scene's lockstep seeds: each measure agrees when it lies
-    within the lockstep values' range widened by 25 % of its ends."""
+    within the lockstep values' range widened by 25 % of its ends. On a liar's scene the
+    measures are the honest agents' (the liar's logged track mixes the lies it sent with its
+    belief), as the page's other columns are; ``every_agent``: every agent's, the measure
+    used until 2026-12-05."""
     real = res.real.get(scene)
     runs = ok(res.runs(scene))
-    out: dict[str, Any] = {"measures": {}, "agrees": False, "ran": real is not None}
+    agents = None if every_agent else res.honest(scene)
+    out: dict[str, Any] = {"measures": {}, "agrees": False, "ran": real is not None,
+                           "agents": agents}
     if real is None or "metrics" not in real or not runs:
         out["why"] = "no real run" if real is None else real.get("error", "no lockstep run")
         return out
+    mine = agreement_measures(real, agents)
+    theirs = [agreement_measures(r, agents) for r in runs]
     agree = True
-    for key in ("err_p50", "held", "nees4_inside", "kbytes_per_s"):
-        lock = [r["metrics"].get(key) for r in runs if r["metrics"].get(key) is not None]
-        v = real["metrics"].get(key)
+    for key in AGREE:
+        lock = [m[key] for m in theirs if m[key] is not None]
+        v = mine[key]
         if not lock or v is None:
             out["measures"][key] = (v, None, None, None)
             agree = False
@@ -429,13 +460,22 @@ def evaluate(res: Results) -> list[Target]:
     agree = {s: real_agreement(res, s) for s in scenes}
     yes = [s for s in scenes if agree[s]["agrees"]]
     no = [s for s in scenes if not agree[s]["agrees"]]
+    # The measure changed on 2026-12-05 (a liar's scene judged on its honest agents, after
+    # liar_only's real run missed on every agent's): where the two verdicts differ, say so.
+    before = {s: real_agreement(res, s, every_agent=True) for s in scenes
+              if agree[s]["agents"] is not None}
+    changed = [s for s, a in before.items() if a["agrees"] != agree[s]["agrees"]]
     out.append(Target(
         "real", "one real-process run of each scene that agrees", scenes,
         {s: "agrees" if agree[s]["agrees"] else "differs" if agree[s]["ran"] else "not run"
          for s in scenes}, no[0] if no else (scenes[0] if scenes else "–"),
-        f"{len(yes)} of {len(scenes)} agree" + (f" (not: {', '.join(no)})" if no else ""),
+        f"{len(yes)} of {len(scenes)} agree" + (f" (not: {', '.join(no)})" if no else "")
+        + "".join(f"; {s} on every agent, the liar's too: "
+                  f"{'agrees' if before[s]['agrees'] else 'differs'}" for s in changed),
         bool(scenes) and not no, "modes.png", "median error after 20 s, held fraction, NEES4 "
-        "inside, KB/s within the lockstep seeds' range widened by 25 %", {"agree": agree}))
+        "inside, KB/s within the lockstep seeds' range widened by 25 %; on a liar's scene "
+        "the honest agents' (section 8 shows every agent's too)",
+        {"agree": agree, "every_agent": before}))
     return out
 
 
