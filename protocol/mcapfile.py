@@ -12,7 +12,8 @@ of the file's own (zstd releases the GIL), so the thread that logs does not wait
 7-25 ms for a chunk at level 19 (profiled: 2 and 8 agents); :meth:`McapFile.drain` waits for them.
 
 :func:`split_records` and :func:`chunk_data` are the reading side: records
-from bytes as they arrive, a chunk's uncompressed records; :func:`iter_messages`
+from bytes as they arrive, a chunk's uncompressed records, :func:`next_chunk` where the
+framing resumes after damage (a chunk carries its data's CRC); :func:`iter_messages`
 walks a whole file.
 """
 
@@ -393,6 +394,52 @@ def split_records(buf: bytes) -> tuple[list[tuple[int, bytes]], int]:
     return out, i
 
 
+# The records a log's top level may hold (a chunk holds the rest); any other opcode below the
+# private range (0x80 and up, which readers skip) is damage: the framing is lost there.
+TOP_LEVEL = frozenset({Opcode.HEADER, Opcode.FOOTER, Opcode.SCHEMA, Opcode.CHANNEL,
+                       Opcode.MESSAGE, Opcode.ATTACHMENT, Opcode.METADATA, Opcode.CHUNK,
+                       Opcode.MESSAGE_INDEX, Opcode.CHUNK_INDEX, Opcode.ATTACHMENT_INDEX,
+                       Opcode.METADATA_INDEX, Opcode.STATISTICS, Opcode.SUMMARY_OFFSET,
+                       Opcode.DATA_END})
+MAX_RECORD = 1 << 26  # bytes: no record of a log comes near (a chunk closes at 1 MiB)
+
+
+def framing_lost(opcode: int, length: int) -> bool:
+    """Whether a top-level record header can only be damage: an opcode no MCAP file has
+    there, or a length no log's record has."""
+    return (opcode < 0x80 and opcode not in TOP_LEVEL) or length > MAX_RECORD
+
+
+def next_chunk(buf: bytes, start: int, *, final: bool) -> tuple[int | None, bool]:
+    """Where the framing resumes after damage: the first offset at or after ``start`` where
+    a whole chunk record stands whose data decompresses and matches its CRC. Returns
+    (offset, True) for one found; else, unless ``final`` (no more bytes are coming),
+    (offset, False) for the first place where a chunk not all in ``buf`` yet may start;
+    else (None, False)."""
+    marker = Opcode.CHUNK.to_bytes(1, "little")
+    waiting: int | None = None
+    j = buf.find(marker, start)
+    while j >= 0:
+        if len(buf) - j < RECORD_HEADER:
+            if waiting is None and not final:
+                waiting = j
+            break
+        length = int.from_bytes(buf[j + 1:j + RECORD_HEADER], "little")
+        end = j + RECORD_HEADER + length
+        if length <= MAX_RECORD:
+            if end > len(buf):
+                if waiting is None and not final:
+                    waiting = j
+            else:
+                try:
+                    chunk_data(buf[j + RECORD_HEADER:end])
+                    return j, True
+                except (McapError, ValueError, EOFError, IndexError, UnicodeDecodeError):
+                    pass
+        j = buf.find(marker, j + 1)
+    return waiting, False
+
+
 def chunk_data(body: bytes) -> bytes:
     """A chunk record's uncompressed records; McapError when it is damaged."""
     chunk = Chunk.read(ReadDataStream(BytesIO(body)))
@@ -423,22 +470,89 @@ def read_record(opcode: int, body: bytes) -> Channel | Message | Schema | None:
     return None
 
 
-def iter_messages(path: Path) -> Iterator[tuple[Channel, Schema | None, int, bytes]]:
-    """Every message of an MCAP log with its channel and schema, in file order; stops at
-    a damaged or truncated record."""
-    from mcap.stream_reader import StreamReader
+class Framing:
+    """Top-level records from a log's bytes as they arrive (after the magic), surviving
+    damage: a record not all there yet waits for its end (``final``: none is coming, it
+    is damage); where the framing is lost (:func:`framing_lost`, or a torn record), the
+    walk resumes at :func:`next_chunk`. Counts each damaged record or stretch and the
+    bytes it could not read; a caller reports a record it cannot decode with
+    :meth:`damage`. Stops at the footer (the summary was behind it)."""
 
+    def __init__(self) -> None:
+        self.damaged = 0
+        self.unread_bytes = 0
+        self.ended = False
+        self._lost = False
+        self._buffer = b""
+
+    def feed(self, data: bytes, *, final: bool = False) -> Iterator[tuple[int, bytes]]:
+        """The whole records (opcode, body) that ``data`` completes."""
+        buf, i = self._buffer + data, 0
+        while not self.ended:
+            if self._lost:
+                j, whole = next_chunk(buf, i, final=final)
+                found = len(buf) if j is None else j
+                self.unread_bytes += found - i
+                i = found
+                if not whole:
+                    break  # nothing more here (or a chunk still arriving)
+                self._lost = False
+            if len(buf) - i < RECORD_HEADER:
+                if final and i < len(buf):
+                    self.damage(len(buf) - i)
+                    i = len(buf)
+                break
+            opcode, length = buf[i], int.from_bytes(buf[i + 1:i + RECORD_HEADER], "little")
+            end = i + RECORD_HEADER + length
+            if framing_lost(opcode, length) or (final and end > len(buf)):
+                self.damage(1)
+                self._lost = True
+                i += 1
+                continue
+            if end > len(buf):
+                break
+            body, i = buf[i + RECORD_HEADER:end], end
+            if opcode == Opcode.FOOTER:
+                self.ended = True
+                break
+            yield opcode, body
+        self._buffer = b"" if self.ended else buf[i:]
+
+    def damage(self, unread: int) -> None:
+        """One damaged record or stretch (its contents unknown), ``unread`` bytes of it."""
+        self.damaged += 1
+        self.unread_bytes += unread
+
+
+def iter_messages(path: Path, framing: Framing | None = None,
+                  ) -> Iterator[tuple[Channel, Schema | None, int, bytes]]:
+    """Every message of an MCAP log with its channel and schema, in file order; damage is
+    skipped (:class:`Framing`) and counted in ``framing``."""
+    framing = framing if framing is not None else Framing()
     schemas: dict[int, Schema] = {}
     channels: dict[int, Channel] = {}
+
     with path.open("rb") as f:
-        try:
-            for record in StreamReader(f).records:
-                if isinstance(record, Schema):
-                    schemas[record.id] = record
-                elif isinstance(record, Channel):
-                    channels[record.id] = record
-                elif isinstance(record, Message) and record.channel_id in channels:
-                    channel = channels[record.channel_id]
-                    yield channel, schemas.get(channel.schema_id), record.log_time, record.data
-        except (McapError, EOFError, ValueError, zstandard.ZstdError):
+        if f.read(len(MAGIC)) != MAGIC:
+            framing.damage(path.stat().st_size)
             return
+        while not framing.ended:
+            data = f.read(1 << 20)
+            for opcode, body in framing.feed(data, final=not data):
+                try:
+                    inner = split_records(chunk_data(body))[0] if opcode == Opcode.CHUNK else [
+                        (opcode, body)]
+                    for op, rec in inner:
+                        record = read_record(op, rec)
+                        if isinstance(record, Schema):
+                            schemas[record.id] = record
+                        elif isinstance(record, Channel):
+                            channels[record.id] = record
+                        elif isinstance(record, Message) and record.channel_id in channels:
+                            channel = channels[record.channel_id]
+                            yield (channel, schemas.get(channel.schema_id), record.log_time,
+                                   record.data)
+                except (McapError, ValueError, EOFError, IndexError, UnicodeDecodeError):
+                    framing.damage(len(body) + RECORD_HEADER)
+            if not data:
+                break

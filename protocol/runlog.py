@@ -22,9 +22,11 @@ reads old JSON-lines logs too, and yields every event as the dict a JSON line
 used to decode to — bytes as base64 strings, arrays as lists, a belief's grid
 as ``mu_f32``/``var_f32`` float32 bytes in base64 — so readers never see the
 container. Damaged data (a truncated last chunk, a chunk that does not
-decompress, a line that is not JSON) is skipped and counted, never fatal.
+decompress, a line that is not JSON) is skipped and counted, never fatal; where
+a damaged record header loses the framing, reading resumes at the next whole
+chunk (its CRC holds) and the bytes between are counted unread.
 
-Why one module of ~520 lines: it is one contract, with its writer and its one
+Why one module of ~560 lines: it is one contract, with its writer and its one
 reader side by side so that they cannot drift apart; the container itself is
 protocol/mcapfile.py.
 """
@@ -51,7 +53,9 @@ from protocol import scene
 from protocol.mcapfile import (
     CHUNK_BYTES,
     MAGIC,
+    RECORD_HEADER,
     ChannelSpec,
+    Framing,
     McapFile,
     chunk_data,
     iter_messages,
@@ -296,7 +300,10 @@ def process_logs(run_dir: Path) -> dict[str, Path]:
 @dataclass
 class ReadStats:
     lines: int = 0  # events read
-    bad_lines: int = 0  # damaged: JSON lines that do not parse, MCAP records that do not decode
+    # damaged: JSON lines that do not parse; MCAP chunks that do not decode, and stretches
+    # of a file whose framing was lost, each one (the events in them are not known)
+    bad_lines: int = 0
+    unread_bytes: int = 0  # of an MCAP log: in damaged chunks and stretches
 
 
 MAX_INT_DIGITS = 308  # a longer integer does not fit a float, as readers use numbers
@@ -340,6 +347,7 @@ class LogReader:
         self._format: str | None = None  # "mcap" or "jsonl", from the first bytes
         self._channels: dict[int, Channel] = {}
         self._grids: dict[int, bytes] = {}  # log time (ns) -> the grid message's data
+        self._framing = Framing()  # an MCAP log's records, damage counted
 
     def read(self) -> list[dict[str, Any]]:
         """Every event completed since the last call (none yet if the file is not there)."""
@@ -352,13 +360,15 @@ class LogReader:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with _either(self.path).open("rb") as f:
             yield from self._consume(f)
-        self._finish()
+        yield from self._finish()
 
-    def _finish(self) -> None:
-        """At the end of a whole read: what is left over is a damaged (truncated) record."""
-        rest = self._buffer.strip() if self._format == "jsonl" else self._buffer
-        if rest:
-            self.stats.bad_lines += 1
+    def _finish(self) -> Iterator[dict[str, Any]]:
+        """At the end of a whole read: what is left over is damage (a record torn by a kill,
+        or a stretch whose framing was lost, after which whole chunks may still stand)."""
+        if self._format == "mcap":
+            yield from self._records(final=True)
+        elif self._buffer.strip() if self._format == "jsonl" else self._buffer:
+            self.stats.bad_lines += 1  # a torn last line (or a file too short for its magic)
             self.stats.lines += self._format == "jsonl"
         self._buffer = b""
 
@@ -395,21 +405,25 @@ class LogReader:
                 continue
             yield obj
 
-    def _records(self) -> Iterator[dict[str, Any]]:
-        records, used = split_records(self._buffer)
-        self._buffer = self._buffer[used:]  # a record not all there yet waits for its end
-        for opcode, body in records:
-            if opcode == Opcode.FOOTER:
-                self._buffer = b""  # the summary was behind us; only the magic follows
-                return
-            try:
-                if opcode == Opcode.CHANNEL:
-                    self._known(body)
-                elif opcode == Opcode.CHUNK:
-                    yield from self._chunk_events(chunk_data(body))
-            except (McapError, ValueError, KeyError, IndexError, msgpack.UnpackException,
-                    UnicodeDecodeError):
-                self.stats.bad_lines += 1
+    def _records(self, *, final: bool = False) -> Iterator[dict[str, Any]]:
+        """The events of the whole records in the buffer (:class:`Framing`: a record not
+        all there yet waits, damage is skipped and counted)."""
+        data, self._buffer = self._buffer, b""
+        framing = self._framing
+        damaged, unread = framing.damaged, framing.unread_bytes
+        try:
+            for opcode, body in framing.feed(data, final=final):
+                try:
+                    if opcode == Opcode.CHANNEL:
+                        self._known(body)
+                    elif opcode == Opcode.CHUNK:
+                        yield from self._chunk_events(chunk_data(body))
+                except (McapError, ValueError, KeyError, IndexError, EOFError,
+                        msgpack.UnpackException, UnicodeDecodeError):
+                    framing.damage(len(body) + RECORD_HEADER)
+        finally:
+            self.stats.bad_lines += framing.damaged - damaged
+            self.stats.unread_bytes += framing.unread_bytes - unread
 
     def _known(self, body: bytes) -> None:
         channel = read_record(Opcode.CHANNEL, body)
@@ -473,13 +487,17 @@ def _either(path: Path) -> Path:
     return path
 
 
-def merge_logs(paths: list[Path], out: Path) -> int:
+def merge_logs(paths: list[Path], out: Path, stats: ReadStats | None = None) -> int:
     """Every MCAP log of ``paths`` in one MCAP file, in log-time order (each log is in time
-    order already, chunk by chunk); how many messages were written."""
+    order already, chunk by chunk); how many messages were written. Damage is skipped and
+    counted in ``stats`` (``bad_lines``: damaged records and stretches)."""
     out.unlink(missing_ok=True)
     target = McapFile(out, "run")
-    streams = [((t, k, channel, schema, data) for channel, schema, t, data in iter_messages(p))
-               for k, p in enumerate(paths) if p.suffix == LOG_SUFFIX]
+    mcaps = [p for p in paths if p.suffix == LOG_SUFFIX]
+    framings = [Framing() for _ in mcaps]
+    streams = [((t, k, channel, schema, data)
+                for channel, schema, t, data in iter_messages(p, framings[k]))
+               for k, p in enumerate(mcaps)]
     count = 0
     for t, _, channel, schema, data in heapq.merge(*streams, key=lambda m: (m[0], m[1])):
         spec = ChannelSpec(channel.topic, channel.message_encoding,
@@ -490,6 +508,9 @@ def merge_logs(paths: list[Path], out: Path) -> int:
         if target.pending >= CHUNK_BYTES:
             target.close_chunk()
     target.finish()
+    if stats is not None:
+        stats.bad_lines += sum(f.damaged for f in framings)
+        stats.unread_bytes += sum(f.unread_bytes for f in framings)
     return count
 
 

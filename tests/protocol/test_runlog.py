@@ -11,8 +11,9 @@ from typing import Any
 
 import msgpack
 import numpy as np
+from mcap.opcode import Opcode
 
-from protocol.mcapfile import iter_messages
+from protocol.mcapfile import MAGIC, RECORD_HEADER, Framing, iter_messages, split_records
 from protocol.runlog import (
     FLUSH_EVERY,
     LogReader,
@@ -71,6 +72,84 @@ def test_a_killed_writer_damages_at_most_its_last_line(tmp_path: Path) -> None:
     seq = [d["i"] for d in read_run_log(path, stats)]
     assert seq == list(range(len(seq))) and len(seq) > 100
     assert stats.bad_lines <= 1
+
+
+
+def _chunked_log(path: Path, chunks: int = 6, per: int = 40) -> list[tuple[int, int]]:
+    """A closed log of ``chunks`` chunks of ``per`` events each (event ``i`` counts them
+    all); each chunk record's (offset, size) in the file."""
+    rng = np.random.default_rng(3)
+    log = RunLog(path, "walnut", FakeClock(10.0), idle_flush=False)
+    for c in range(chunks):
+        for k in range(per):  # noise, so zstd leaves chunks of some size
+            log.log("spam", i=c * per + k, pad=rng.integers(0, 255, 64).tolist())
+        log.flush()
+    log.close()
+    data = path.read_bytes()
+    records, _ = split_records(data[len(MAGIC):])
+    out, at = [], len(MAGIC)
+    for opcode, body in records:
+        if opcode == Opcode.CHUNK:
+            out.append((at, RECORD_HEADER + len(body)))
+        at += RECORD_HEADER + len(body)
+    assert len(out) == chunks
+    return out
+
+
+def test_damage_inside_a_log_costs_only_the_damaged_chunk(tmp_path: Path) -> None:
+    """A chunk whose data no longer matches its CRC, and one whose length field is wrecked
+    (the framing is lost there): each costs its own events, counted with its bytes; the
+    reader resumes at the next whole chunk."""
+    path = log_path(tmp_path, "walnut")
+    chunks = _chunked_log(path)
+    data = bytearray(path.read_bytes())
+    (a, a_size), (b, _) = chunks[1], chunks[4]
+    data[a + a_size // 2:a + a_size // 2 + 32] = bytes(32)  # inside chunk 1's data
+    data[b + 1:b + RECORD_HEADER] = b"\xff" * 8  # chunk 4's length: beyond any record
+    path.write_bytes(bytes(data))
+    stats = ReadStats()
+    seq = [e["i"] for e in read_run_log(path, stats)]
+    assert seq == [i for i in range(240) if i // 40 not in (1, 4)]
+    # chunk 1's record; chunk 4's up to chunk 5 (its message indexes were in the stretch)
+    assert stats.bad_lines == 2 and stats.unread_bytes == a_size + chunks[5][0] - b
+    # The container's own walk (stigmesh log merge, size) skips the same: one events
+    # message per chunk, four chunks whole.
+    framing = Framing()
+    topics = [channel.topic for channel, _, _, _ in iter_messages(path, framing)]
+    assert topics.count("/walnut/events") == 4
+    assert (framing.damaged, framing.unread_bytes) == (2, stats.unread_bytes)
+    # Zeros from chunk 2's start into chunk 3's header: one stretch with chunk 4's (whose
+    # header was wrecked), resumed at chunk 5.
+    data = bytearray(path.read_bytes())
+    c = chunks[2][0]
+    data[c:chunks[3][0] + 4] = bytes(chunks[3][0] + 4 - c)
+    path.write_bytes(bytes(data))
+    stats = ReadStats()
+    seq = [e["i"] for e in read_run_log(path, stats)]
+    assert seq == [i for i in range(240) if i // 40 not in (1, 2, 3, 4)]
+    assert stats.bad_lines == 2 and stats.unread_bytes == a_size + chunks[5][0] - c
+
+
+def test_a_live_reader_resumes_after_damage_when_the_next_chunk_arrives(
+    tmp_path: Path,
+) -> None:
+    """Followed as it grows: a torn record waits for its end, a wrecked header is damage at
+    once, and the reader picks up the next chunk when it is all there."""
+    source = log_path(tmp_path / "source", "walnut")
+    chunks = _chunked_log(source, chunks=3)
+    data = bytearray(source.read_bytes())
+    data[chunks[1][0] + 1:chunks[1][0] + RECORD_HEADER] = b"\xff" * 8
+    path = log_path(tmp_path, "walnut")
+    reader = LogReader(path)
+    third = chunks[2][0] + 20  # part of the third chunk's record
+    path.write_bytes(bytes(data[:third]))
+    assert [e["i"] for e in reader.read()] == list(range(40))
+    assert reader.stats.bad_lines == 1
+    with path.open("ab") as f:
+        f.write(bytes(data[third:]))
+    assert [e["i"] for e in reader.read()] == list(range(80, 120))
+    assert reader.stats.bad_lines == 1
+    assert reader.stats.unread_bytes == chunks[2][0] - chunks[1][0]
 
 
 def _read_soon(reader: LogReader, within: float = 30.0) -> list[dict[str, Any]]:

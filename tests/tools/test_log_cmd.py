@@ -53,6 +53,26 @@ def test_export_jsonl_reads_back_the_same_events_and_mcap_merges(tmp_path: Path)
     assert {c.topic for c, _, _, _ in messages} == {"/walnut/events", "/world/events"}
 
 
+
+def test_damage_is_skipped_and_said_with_the_bytes_not_read(tmp_path: Path, capsys) -> None:
+    """A wrecked record header in walnut's log: cat, export and merge go on past it (the
+    chunks after it are read) and each says on stderr what it skipped."""
+    run = tmp_path / "run"
+    _run(run)
+    path = log_path(run, "walnut")
+    data = bytearray(path.read_bytes())
+    at = len(data) // 3
+    data[at:at + 64] = bytes(64)
+    path.write_bytes(bytes(data))
+    assert stigmesh.main(["log", "cat", str(run / "walnut")]) == 0
+    out, err = capsys.readouterr()
+    ticks = [json.loads(x)["i"] for x in out.splitlines() if '"tick"' in x]
+    assert ticks[-1] == 399 and len(ticks) < 400  # the last chunk read, some lost
+    assert "damaged record(s) skipped;" in err and "bytes unread" in err
+    assert stigmesh.main(["log", "export", str(run), "--mcap", str(tmp_path / "a.mcap")]) == 0
+    assert "stigmesh log export: 1 damaged record(s) skipped;" in capsys.readouterr().err
+
+
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     # `stigmesh log cat RUN/NAME | head`: head closes the pipe; no traceback
     _run(tmp_path)

@@ -16,6 +16,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from protocol.runlog import ReadStats
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -50,6 +54,13 @@ def _resolve(spec: Path) -> Path | None:
     return None
 
 
+def _damage(stats: ReadStats) -> str:
+    """What a read skipped, for the user: damaged records and the bytes not read."""
+    unread = (f"; {stats.unread_bytes:,} bytes unread (their events are lost)"
+              if stats.unread_bytes else "")
+    return f"{stats.bad_lines} damaged record(s) skipped{unread}"
+
+
 def main(args: argparse.Namespace) -> int:
     from protocol.runlog import ReadStats, dumps, merge_logs, process_logs, read_run_log
 
@@ -64,8 +75,7 @@ def main(args: argparse.Namespace) -> int:
             if not wanted or event.get("event") in wanted:
                 sys.stdout.write(dumps(event) + "\n")
         if stats.bad_lines:
-            print(f"stigmesh log cat: {stats.bad_lines} damaged record(s) skipped",
-                  file=sys.stderr)
+            print(f"stigmesh log cat: {_damage(stats)}", file=sys.stderr)
         return EXIT_OK
     logs = process_logs(args.run_dir) if args.run_dir.is_dir() else {}
     if not logs:
@@ -76,9 +86,12 @@ def main(args: argparse.Namespace) -> int:
         print("\n".join(size_table(logs)))
         return EXIT_OK
     if args.mcap is not None:
-        count = merge_logs(list(logs.values()), args.mcap)
+        stats = ReadStats()
+        count = merge_logs(list(logs.values()), args.mcap, stats)
         print(f"wrote {args.mcap}: {count} messages of {len(logs)} logs "
               f"({args.mcap.stat().st_size / 1e6:.2f} MB)")
+        if stats.bad_lines:
+            print(f"stigmesh log export: {_damage(stats)}", file=sys.stderr)
         return EXIT_OK
     out: Path = args.out or args.run_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -86,10 +99,13 @@ def main(args: argparse.Namespace) -> int:
         if path.suffix == ".jsonl" and out == args.run_dir:
             continue  # already JSON lines
         target = out / f"{name}.jsonl"
+        stats = ReadStats()
         with target.open("w", encoding="utf-8") as f:
-            for event in read_run_log(path):
+            for event in read_run_log(path, stats):
                 f.write(dumps(event) + "\n")
         print(f"wrote {target}")
+        if stats.bad_lines:
+            print(f"stigmesh log export: {path.name}: {_damage(stats)}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -355,7 +355,8 @@ def load_run(path: Path, progress: Progress | None = None) -> RunDir:
         if first.stats.bad_lines:
             notes.append(
                 f"{file.name}: {first.stats.bad_lines} damaged line(s) of {first.stats.lines} "
-                "skipped"
+                "skipped" + (f"; {first.stats.unread_bytes:,} bytes of the file unread (the "
+                             "events in them are lost)" if first.stats.unread_bytes else "")
             )
         if progress is not None:
             progress(f"read {file.name}: {kept} events")

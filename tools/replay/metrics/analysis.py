@@ -200,6 +200,7 @@ def analyse_agent(
         "active_s": [t_first - t_start, t_last - t_start],
         "events": len(log.lines),
         "damaged_lines": log.stats.bad_lines,
+        "unread_bytes": log.stats.unread_bytes,
         "track_samples": len(samples),
         "belief_records": len(grids),
         "time_with_track_fraction": float(np.mean(series.valid)) if times.size else None,
