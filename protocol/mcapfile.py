@@ -11,10 +11,8 @@ writer leaves whole chunks and at most one torn record after them. With
 of the file's own (zstd releases the GIL), so the thread that logs does not wait
 7-25 ms for a chunk at level 19 (profiled: 2 and 8 agents); :meth:`McapFile.drain` waits for them.
 
-:func:`split_records` and :func:`chunk_data` are the reading side: records
-from bytes as they arrive, a chunk's uncompressed records, :func:`next_chunk` where the
-framing resumes after damage (a chunk carries its data's CRC); :func:`iter_messages`
-walks a whole file.
+The reading side is protocol/mcapread.py (a log reopened to append is walked with
+its :class:`~protocol.mcapread.Framing`: damage inside stays, a torn end is cut).
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ import queue
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
@@ -49,11 +47,11 @@ from mcap.records import (
     SummaryOffset,
 )
 
-MAGIC = bytes([137, 77, 67, 65, 80, 48, 13, 10])
+from protocol.mcapread import MAGIC, RECORD_HEADER, Framing
+
 PROFILE = "stigmesh"
 CHUNK_BYTES = 1 << 20  # uncompressed bytes that close a chunk (a writer closes it sooner)
 ZSTD_LEVEL = 19  # ~25 ms for a chunk of 2 s of an agent's events; 12 % smaller than level 3
-RECORD_HEADER = 9  # opcode (1) + length (8)
 BACKLOG = 32  # closed chunks a background writer may hold before the logger waits for it
 
 
@@ -98,50 +96,73 @@ class _ChunkIndexes:
         self.end = end if self.end is None else max(self.end, end)
 
 
+def _aside(path: Path) -> Path:
+    """A free name beside ``path`` for a file it must not overwrite (``walnut.mcap.damaged``,
+    then ``.damaged-2``, ...: no log suffix, so no reader takes it for a process's log)."""
+    k, aside = 1, path.with_name(path.name + ".damaged")
+    while aside.exists():
+        k += 1
+        aside = path.with_name(f"{path.name}.damaged-{k}")
+    return aside
+
+
 def _scan_existing(path: Path) -> _Open | None:
-    """The data section of an MCAP log we may append to; None when ``path`` is not one."""
-    found = _Open()
+    """The data section of an MCAP log we may append to; None when ``path`` is not one.
+    Damage inside it stays where it is (readers skip it: :class:`Framing`) and is not
+    indexed; a torn record at its end is cut off."""
+    found = _Open(end=len(MAGIC))
+    framing = Framing()
+    chunk_at: int | None = None  # the chunk whose message indexes may follow
     try:
         with path.open("rb") as f:
             if f.read(len(MAGIC)) != MAGIC:
                 return None
-            offset = len(MAGIC)
-            found.end = offset
-            while True:
-                head = f.read(RECORD_HEADER)
-                if len(head) < RECORD_HEADER:
+            while not framing.ended:
+                data = f.read(1 << 20)
+                for offset, opcode, body in framing.feed(data, final=not data):
+                    if opcode in (Opcode.DATA_END, Opcode.FOOTER):
+                        return found  # the summary follows: written again on close
+                    damaged = framing.damaged
+                    try:
+                        _scanned(found, offset, opcode, body, chunk_at)
+                    except (McapError, ValueError, EOFError, IndexError, UnicodeDecodeError):
+                        framing.damage(RECORD_HEADER + len(body))
+                    if opcode == Opcode.CHUNK and framing.damaged == damaged:
+                        chunk_at = offset
+                    elif opcode != Opcode.MESSAGE_INDEX or framing.damaged != damaged:
+                        chunk_at = None
+                    found.end = offset + RECORD_HEADER + len(body)
+                if not data:
                     break
-                opcode, length = head[0], int.from_bytes(head[1:], "little")
-                body = f.read(length)
-                if len(body) < length or opcode in (Opcode.DATA_END, Opcode.FOOTER):
-                    break
-                stream = ReadDataStream(BytesIO(body))
-                if opcode == Opcode.SCHEMA:
-                    schema = Schema.read(stream)
-                    found.schemas[schema.name] = schema
-                elif opcode == Opcode.CHANNEL:
-                    channel = Channel.read(stream)
-                    found.channels[channel.topic] = channel
-                elif opcode == Opcode.CHUNK:
-                    chunk = Chunk.read(stream)
-                    found.chunk_indexes.append(ChunkIndex(
-                        message_start_time=chunk.message_start_time,
-                        message_end_time=chunk.message_end_time, chunk_start_offset=offset,
-                        chunk_length=RECORD_HEADER + length, message_index_offsets={},
-                        message_index_length=0, compression=chunk.compression,
-                        compressed_size=len(chunk.data), uncompressed_size=chunk.uncompressed_size))
-                elif opcode == Opcode.MESSAGE_INDEX and found.chunk_indexes:
-                    index = MessageIndex.read(stream)
-                    last = found.chunk_indexes[-1]
-                    last.message_index_offsets[index.channel_id] = offset
-                    last.message_index_length += RECORD_HEADER + length
-                    found.counts[index.channel_id] = (found.counts.get(index.channel_id, 0)
-                                                      + len(index.records))
-                offset += RECORD_HEADER + length
-                found.end = offset
-    except (OSError, McapError, ValueError, UnicodeDecodeError):
+    except OSError:
         return None
     return found
+
+
+def _scanned(found: _Open, offset: int, opcode: int, body: bytes, chunk_at: int | None) -> None:
+    """What one record of a log being reopened adds: a schema, a channel, a chunk's index,
+    or (right after its chunk) a chunk's message index."""
+    stream = ReadDataStream(BytesIO(body))
+    if opcode == Opcode.SCHEMA:
+        schema = Schema.read(stream)
+        found.schemas[schema.name] = schema
+    elif opcode == Opcode.CHANNEL:
+        channel = Channel.read(stream)
+        found.channels[channel.topic] = channel
+    elif opcode == Opcode.CHUNK:
+        chunk = Chunk.read(stream)
+        found.chunk_indexes.append(ChunkIndex(
+            message_start_time=chunk.message_start_time,
+            message_end_time=chunk.message_end_time, chunk_start_offset=offset,
+            chunk_length=RECORD_HEADER + len(body), message_index_offsets={},
+            message_index_length=0, compression=chunk.compression,
+            compressed_size=len(chunk.data), uncompressed_size=chunk.uncompressed_size))
+    elif opcode == Opcode.MESSAGE_INDEX and chunk_at is not None:
+        index = MessageIndex.read(stream)
+        last = found.chunk_indexes[-1]
+        last.message_index_offsets[index.channel_id] = offset
+        last.message_index_length += RECORD_HEADER + len(body)
+        found.counts[index.channel_id] = found.counts.get(index.channel_id, 0) + len(index.records)
 
 
 @dataclass(frozen=True)
@@ -210,7 +231,13 @@ class McapFile:
 
     def __init__(self, path: Path, process: str, profile: str = PROFILE, *,
                  background: bool = False) -> None:
-        existing = _scan_existing(path) if path.exists() and path.stat().st_size else None
+        occupied = path.exists() and path.stat().st_size > 0
+        existing = _scan_existing(path) if occupied else None
+        if occupied and existing is None:  # not ours to append to, nor to overwrite
+            aside = _aside(path)
+            path.rename(aside)
+            print(f"{path}: not an MCAP log to append to; kept as {aside.name}, a new log "
+                  "begun", file=sys.stderr)
         self._path = path
         self._file: IO[bytes] = path.open("r+b" if existing else "wb")
         self._schemas: dict[str, Schema] = {}
@@ -377,182 +404,3 @@ class McapFile:
         self._file.write(tail.end() + MAGIC)
         self._file.flush()
         self._file.close()
-
-
-def split_records(buf: bytes) -> tuple[list[tuple[int, bytes]], int]:
-    """The whole records (opcode, body) at the start of ``buf`` and how many bytes they take;
-    a record not all there yet (still being written, or torn by a kill) is left."""
-    out: list[tuple[int, bytes]] = []
-    i = 0
-    while len(buf) - i >= RECORD_HEADER:
-        opcode, length = buf[i], int.from_bytes(buf[i + 1:i + RECORD_HEADER], "little")
-        end = i + RECORD_HEADER + length
-        if end > len(buf):
-            break
-        out.append((opcode, buf[i + RECORD_HEADER:end]))
-        i = end
-    return out, i
-
-
-# The records a log's top level may hold (a chunk holds the rest); any other opcode below the
-# private range (0x80 and up, which readers skip) is damage: the framing is lost there.
-TOP_LEVEL = frozenset({Opcode.HEADER, Opcode.FOOTER, Opcode.SCHEMA, Opcode.CHANNEL,
-                       Opcode.MESSAGE, Opcode.ATTACHMENT, Opcode.METADATA, Opcode.CHUNK,
-                       Opcode.MESSAGE_INDEX, Opcode.CHUNK_INDEX, Opcode.ATTACHMENT_INDEX,
-                       Opcode.METADATA_INDEX, Opcode.STATISTICS, Opcode.SUMMARY_OFFSET,
-                       Opcode.DATA_END})
-MAX_RECORD = 1 << 26  # bytes: no record of a log comes near (a chunk closes at 1 MiB)
-
-
-def framing_lost(opcode: int, length: int) -> bool:
-    """Whether a top-level record header can only be damage: an opcode no MCAP file has
-    there, or a length no log's record has."""
-    return (opcode < 0x80 and opcode not in TOP_LEVEL) or length > MAX_RECORD
-
-
-def next_chunk(buf: bytes, start: int, *, final: bool) -> tuple[int | None, bool]:
-    """Where the framing resumes after damage: the first offset at or after ``start`` where
-    a whole chunk record stands whose data decompresses and matches its CRC. Returns
-    (offset, True) for one found; else, unless ``final`` (no more bytes are coming),
-    (offset, False) for the first place where a chunk not all in ``buf`` yet may start;
-    else (None, False)."""
-    marker = Opcode.CHUNK.to_bytes(1, "little")
-    waiting: int | None = None
-    j = buf.find(marker, start)
-    while j >= 0:
-        if len(buf) - j < RECORD_HEADER:
-            if waiting is None and not final:
-                waiting = j
-            break
-        length = int.from_bytes(buf[j + 1:j + RECORD_HEADER], "little")
-        end = j + RECORD_HEADER + length
-        if length <= MAX_RECORD:
-            if end > len(buf):
-                if waiting is None and not final:
-                    waiting = j
-            else:
-                try:
-                    chunk_data(buf[j + RECORD_HEADER:end])
-                    return j, True
-                except (McapError, ValueError, EOFError, IndexError, UnicodeDecodeError):
-                    pass
-        j = buf.find(marker, j + 1)
-    return waiting, False
-
-
-def chunk_data(body: bytes) -> bytes:
-    """A chunk record's uncompressed records; McapError when it is damaged."""
-    chunk = Chunk.read(ReadDataStream(BytesIO(body)))
-    if chunk.compression == "zstd":
-        try:
-            data = zstandard.ZstdDecompressor().decompress(
-                chunk.data, max_output_size=chunk.uncompressed_size)
-        except zstandard.ZstdError as e:
-            raise McapError(f"chunk does not decompress: {e}") from e
-    elif chunk.compression == "":
-        data = chunk.data
-    else:
-        raise McapError(f"chunk compression {chunk.compression!r}")
-    if chunk.uncompressed_crc and zlib.crc32(data) != chunk.uncompressed_crc:
-        raise McapError("chunk CRC mismatch")
-    return data
-
-
-def read_record(opcode: int, body: bytes) -> Channel | Message | Schema | None:
-    """A channel, message or schema record's object (None for any other record)."""
-    stream = ReadDataStream(BytesIO(body))
-    if opcode == Opcode.CHANNEL:
-        return Channel.read(stream)
-    if opcode == Opcode.SCHEMA:
-        return Schema.read(stream)
-    if opcode == Opcode.MESSAGE:
-        return Message.read(stream, len(body))
-    return None
-
-
-class Framing:
-    """Top-level records from a log's bytes as they arrive (after the magic), surviving
-    damage: a record not all there yet waits for its end (``final``: none is coming, it
-    is damage); where the framing is lost (:func:`framing_lost`, or a torn record), the
-    walk resumes at :func:`next_chunk`. Counts each damaged record or stretch and the
-    bytes it could not read; a caller reports a record it cannot decode with
-    :meth:`damage`. Stops at the footer (the summary was behind it)."""
-
-    def __init__(self) -> None:
-        self.damaged = 0
-        self.unread_bytes = 0
-        self.ended = False
-        self._lost = False
-        self._buffer = b""
-
-    def feed(self, data: bytes, *, final: bool = False) -> Iterator[tuple[int, bytes]]:
-        """The whole records (opcode, body) that ``data`` completes."""
-        buf, i = self._buffer + data, 0
-        while not self.ended:
-            if self._lost:
-                j, whole = next_chunk(buf, i, final=final)
-                found = len(buf) if j is None else j
-                self.unread_bytes += found - i
-                i = found
-                if not whole:
-                    break  # nothing more here (or a chunk still arriving)
-                self._lost = False
-            if len(buf) - i < RECORD_HEADER:
-                if final and i < len(buf):
-                    self.damage(len(buf) - i)
-                    i = len(buf)
-                break
-            opcode, length = buf[i], int.from_bytes(buf[i + 1:i + RECORD_HEADER], "little")
-            end = i + RECORD_HEADER + length
-            if framing_lost(opcode, length) or (final and end > len(buf)):
-                self.damage(1)
-                self._lost = True
-                i += 1
-                continue
-            if end > len(buf):
-                break
-            body, i = buf[i + RECORD_HEADER:end], end
-            if opcode == Opcode.FOOTER:
-                self.ended = True
-                break
-            yield opcode, body
-        self._buffer = b"" if self.ended else buf[i:]
-
-    def damage(self, unread: int) -> None:
-        """One damaged record or stretch (its contents unknown), ``unread`` bytes of it."""
-        self.damaged += 1
-        self.unread_bytes += unread
-
-
-def iter_messages(path: Path, framing: Framing | None = None,
-                  ) -> Iterator[tuple[Channel, Schema | None, int, bytes]]:
-    """Every message of an MCAP log with its channel and schema, in file order; damage is
-    skipped (:class:`Framing`) and counted in ``framing``."""
-    framing = framing if framing is not None else Framing()
-    schemas: dict[int, Schema] = {}
-    channels: dict[int, Channel] = {}
-
-    with path.open("rb") as f:
-        if f.read(len(MAGIC)) != MAGIC:
-            framing.damage(path.stat().st_size)
-            return
-        while not framing.ended:
-            data = f.read(1 << 20)
-            for opcode, body in framing.feed(data, final=not data):
-                try:
-                    inner = split_records(chunk_data(body))[0] if opcode == Opcode.CHUNK else [
-                        (opcode, body)]
-                    for op, rec in inner:
-                        record = read_record(op, rec)
-                        if isinstance(record, Schema):
-                            schemas[record.id] = record
-                        elif isinstance(record, Channel):
-                            channels[record.id] = record
-                        elif isinstance(record, Message) and record.channel_id in channels:
-                            channel = channels[record.channel_id]
-                            yield (channel, schemas.get(channel.schema_id), record.log_time,
-                                   record.data)
-                except (McapError, ValueError, EOFError, IndexError, UnicodeDecodeError):
-                    framing.damage(len(body) + RECORD_HEADER)
-            if not data:
-                break

@@ -26,9 +26,9 @@ decompress, a line that is not JSON) is skipped and counted, never fatal; where
 a damaged record header loses the framing, reading resumes at the next whole
 chunk (its CRC holds) and the bytes between are counted unread.
 
-Why one module of ~560 lines: it is one contract, with its writer and its one
+Why one module of ~540 lines: it is one contract, with its writer and its one
 reader side by side so that they cannot drift apart; the container itself is
-protocol/mcapfile.py.
+protocol/mcapfile.py (writing) and protocol/mcapread.py (reading).
 """
 
 from __future__ import annotations
@@ -50,13 +50,11 @@ from mcap.opcode import Opcode
 from mcap.records import Channel, Message
 
 from protocol import scene
-from protocol.mcapfile import (
-    CHUNK_BYTES,
+from protocol.mcapfile import CHUNK_BYTES, ChannelSpec, McapFile
+from protocol.mcapread import (
     MAGIC,
     RECORD_HEADER,
-    ChannelSpec,
     Framing,
-    McapFile,
     chunk_data,
     iter_messages,
     read_record,
@@ -412,7 +410,7 @@ class LogReader:
         framing = self._framing
         damaged, unread = framing.damaged, framing.unread_bytes
         try:
-            for opcode, body in framing.feed(data, final=final):
+            for _, opcode, body in framing.feed(data, final=final):
                 try:
                     if opcode == Opcode.CHANNEL:
                         self._known(body)

@@ -13,14 +13,8 @@ import pytest
 import zstandard
 from mcap.opcode import Opcode
 
-from protocol.mcapfile import (
-    MAGIC,
-    ChannelSpec,
-    McapFile,
-    chunk_data,
-    iter_messages,
-    split_records,
-)
+from protocol.mcapfile import ChannelSpec, McapFile
+from protocol.mcapread import MAGIC, chunk_data, iter_messages, split_records
 
 REPO = Path(__file__).resolve().parents[2]
 

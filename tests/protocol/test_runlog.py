@@ -12,8 +12,9 @@ from typing import Any
 import msgpack
 import numpy as np
 from mcap.opcode import Opcode
+from mcap.reader import make_reader
 
-from protocol.mcapfile import MAGIC, RECORD_HEADER, Framing, iter_messages, split_records
+from protocol.mcapread import MAGIC, RECORD_HEADER, Framing, iter_messages, split_records
 from protocol.runlog import (
     FLUSH_EVERY,
     LogReader,
@@ -150,6 +151,36 @@ def test_a_live_reader_resumes_after_damage_when_the_next_chunk_arrives(
     assert [e["i"] for e in reader.read()] == list(range(80, 120))
     assert reader.stats.bad_lines == 1
     assert reader.stats.unread_bytes == chunks[2][0] - chunks[1][0]
+
+
+
+def test_a_restarted_writer_appends_after_damage_and_keeps_it(tmp_path: Path, capsys) -> None:
+    """A process restarted on a log with a wrecked chunk header (it raised OverflowError and
+    the process did not start) appends after the last whole record; the chunks before and
+    after the damage are still read, and indexed in the new summary. A file that is no
+    MCAP log is kept aside, not overwritten."""
+    path = log_path(tmp_path, "walnut")
+    chunks = _chunked_log(path)
+    data = bytearray(path.read_bytes())
+    data[chunks[2][0] + 1:chunks[2][0] + RECORD_HEADER] = b"\xff" * 8
+    path.write_bytes(bytes(data))
+    log = RunLog(path, "walnut", FakeClock(50.0), idle_flush=False)
+    log.log("spam", i=1000)
+    log.close()
+    stats = ReadStats()
+    seq = [e["i"] for e in read_run_log(path, stats)]
+    assert seq == [i for i in range(240) if i // 40 != 2] + [1000] and stats.bad_lines == 1
+    with path.open("rb") as f:  # the summary indexes the six whole chunks
+        reader = make_reader(f)
+        summary = reader.get_summary()
+        assert summary is not None and len(summary.chunk_indexes) == 6
+        assert sum(1 for _ in reader.iter_messages(topics=["/walnut/events"])) == 6
+    other = log_path(tmp_path, "hazel")
+    other.write_bytes(b"not a log at all")
+    RunLog(other, "hazel", FakeClock(1.0), idle_flush=False).close()
+    assert (tmp_path / "hazel.mcap.damaged").read_bytes() == b"not a log at all"
+    assert "kept as hazel.mcap.damaged" in capsys.readouterr().err
+    assert list(read_run_log(other)) == []
 
 
 def _read_soon(reader: LogReader, within: float = 30.0) -> list[dict[str, Any]]:

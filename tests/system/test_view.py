@@ -23,7 +23,7 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from protocol import scene
-from protocol.mcapfile import iter_messages
+from protocol.mcapread import iter_messages
 from protocol.runlog import log_path
 from tests.system.conftest import BACKSTOP, RunLogs, make_swarm, private_swarm_args, wait_for
 from tools.commands.view import view_args

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from protocol.mcapfile import iter_messages
+from protocol.mcapread import iter_messages
 from protocol.runlog import RunLog, log_path, read_run_log
 from tests.support.clock import FakeClock
 from tools import cli as stigmesh

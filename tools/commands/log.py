@@ -114,7 +114,7 @@ def size_table(logs: dict[str, Path]) -> list[str]:
     each channel's share of the uncompressed messages."""
     from collections import Counter
 
-    from protocol.mcapfile import iter_messages
+    from protocol.mcapread import iter_messages
     from protocol.runlog import read_run_log
 
     rows = [f"{'log':10} {'MB':>7} {'span s':>7} {'MB/min':>7}  uncompressed by channel"]
