@@ -26,7 +26,7 @@ decompress, a line that is not JSON) is skipped and counted, never fatal; where
 a damaged record header loses the framing, reading resumes at the next whole
 chunk (its CRC holds) and the bytes between are counted unread.
 
-Why one module of ~540 lines: it is one contract, with its writer and its one
+Why one module of ~560 lines: it is one contract, with its writer and its one
 reader side by side so that they cannot drift apart; the container itself is
 protocol/mcapfile.py (writing) and protocol/mcapread.py (reading).
 """
@@ -175,6 +175,11 @@ class RunLog:
 
     ``log(event, **fields)`` records an event; events an agent or the world logs
     are also drawn on the scene channels (:class:`ScenePainter`). Thread-safe.
+
+    A write that fails (a full disk) does not raise in the caller, whose loop may be
+    stopping a car: the log stops there, :attr:`error` says why and :attr:`dropped`
+    counts the events logged since (the chunk whose write failed is lost with it); its
+    owner decides what that means.
     """
 
     def __init__(self, path: Path, process: str, clock: Callable[[], float],
@@ -195,6 +200,8 @@ class RunLog:
         self._painter = ScenePainter(process)
         self._since: float | None = None  # the log time of the chunk's first message
         self.lines = 0
+        self.error: str | None = None  # why the log stopped: a write failed
+        self.dropped = 0  # events logged since (not those of the chunk that failed)
         self._closed = threading.Event()
         # Chunks close on the log's own clock, so a log in virtual time (lockstep) is the
         # same bytes every run; on the real clock a thread also closes a quiet log's chunk.
@@ -208,36 +215,53 @@ class RunLog:
         record: dict[str, Any] = {"t": stamp, "event": event, **fields}
         with self._lock:
             if self._file is None:
+                self.dropped += self.error is not None
                 return
-            for spec, data in self._painter.paint(record):  # may take the grid out of a belief
-                self._file.add(self._file.channel(spec), scene.nanoseconds(stamp), data)
-            same_t = (self._batch_t is not None and stamp == self._last_t
-                      and type(stamp) is type(self._last_t))
-            self._batch.append(self._packer.pack(compact(record), same_t=same_t))
-            if self._batch_t is None:
-                self._batch_t = stamp
-            self._last_t = stamp
-            self.lines += 1
-            if event in DURABLE:
-                self._close_chunk()
-                self._file.drain()
-            else:
-                self._pending(stamp)
+            try:
+                for spec, data in self._painter.paint(record):  # may take a belief's grid
+                    self._file.add(self._file.channel(spec), scene.nanoseconds(stamp), data)
+                same_t = (self._batch_t is not None and stamp == self._last_t
+                          and type(stamp) is type(self._last_t))
+                self._batch.append(self._packer.pack(compact(record), same_t=same_t))
+                if self._batch_t is None:
+                    self._batch_t = stamp
+                self._last_t = stamp
+                self.lines += 1
+                if event in DURABLE:
+                    self._close_chunk()
+                    self._file.drain()
+                else:
+                    self._pending(stamp)
+            except OSError as exc:
+                self._failed(exc)
 
     def scene(self, spec: ChannelSpec, data: bytes, t: float | None = None) -> None:
         """Write one message on a scene channel (the world's room, for instance)."""
         stamp = self._clock() if t is None else t
         with self._lock:
             if self._file is not None:
-                self._file.add(self._file.channel(spec), scene.nanoseconds(stamp), data)
-                self._pending(stamp)
+                try:
+                    self._file.add(self._file.channel(spec), scene.nanoseconds(stamp), data)
+                    self._pending(stamp)
+                except OSError as exc:
+                    self._failed(exc)
 
     def flush(self) -> None:
         """Close the chunk being filled now, so readers see every event logged so far."""
         with self._lock:
-            self._close_chunk()
-            if self._file is not None:
-                self._file.drain()
+            try:
+                self._close_chunk()
+                if self._file is not None:
+                    self._file.drain()
+            except OSError as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        """A write failed: the log stops here (what is in the file stays readable)."""
+        self.error = f"{self.path}: {exc.strerror or exc}"
+        self.dropped += len(self._batch)
+        self._batch, self._batch_t = [], None
+        self._file = None  # its writer thread ends with the process
 
     def _pending(self, now: float) -> None:
         """Something was added at ``now`` (the log's clock): close the chunk when it is due
@@ -265,15 +289,20 @@ class RunLog:
         while not self._closed.wait(self._flush_every / 4):
             with self._lock:
                 if self._since is not None and self._clock() - self._since >= self._flush_every:
-                    self._close_chunk()
+                    try:
+                        self._close_chunk()
+                    except OSError as exc:
+                        self._failed(exc)
 
     def close(self) -> None:
         with self._lock:
-            if self._file is None:
-                return
-            self._close_chunk()
-            self._file.finish()
-            self._file = None
+            if self._file is not None:
+                try:
+                    self._close_chunk()
+                    self._file.finish()
+                except OSError as exc:
+                    self._failed(exc)
+                self._file = None
         self._closed.set()
 
 

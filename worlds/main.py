@@ -132,6 +132,9 @@ def main(args: argparse.Namespace) -> int:
         f"busy {_fmt(server.load_total)}, physics skipped {world.physics_skipped:.3f} s",
         flush=True,
     )
+    if log.error is not None:  # the cars ran on; their truth after this is not in the log
+        _error(f"writing the log failed: {log.error} ({log.dropped} events not kept)")
+        return EXIT_FAILED
     return EXIT_OK
 
 

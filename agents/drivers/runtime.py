@@ -168,6 +168,9 @@ class AgentRuntime:
             self._service(now)
         except Exception as exc:
             self._fail("the decision loop", exc)
+            return
+        if self.log.error is not None:  # a robot that cannot keep its record stops
+            self._fail("writing the log", OSError(self.log.error))
 
     def on_swarm_datagram(self, data: bytes, src: Address) -> None:
         def take(now: float) -> None:

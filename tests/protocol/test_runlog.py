@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -181,6 +182,40 @@ def test_a_restarted_writer_appends_after_damage_and_keeps_it(tmp_path: Path, ca
     assert (tmp_path / "hazel.mcap.damaged").read_bytes() == b"not a log at all"
     assert "kept as hazel.mcap.damaged" in capsys.readouterr().err
     assert list(read_run_log(other)) == []
+
+
+
+class _FullDisk:
+    """A file whose every write from now on fails as on a full disk."""
+
+    def __init__(self, f: object) -> None:
+        self._f = f
+
+    def write(self, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._f, name)
+
+
+def test_a_full_disk_stops_the_log_without_raising_in_the_caller(tmp_path: Path) -> None:
+    """The caller may be stopping a car: a failed write is kept as the log's error, later
+    events are counted as dropped, and what was written before stays readable."""
+    path = log_path(tmp_path, "walnut")
+    clock = FakeClock(10.0)
+    log = RunLog(path, "walnut", clock, idle_flush=False)
+    log.log("tick", i=0)
+    log.flush()
+    assert log._file is not None
+    log._file._file = _FullDisk(log._file._file)  # type: ignore[assignment]
+    log.log("tick", i=1)
+    log.log("faults_set", direction="in", spec="drop=1")  # durable: written (or not) now
+    assert log.error is not None and "No space left on device" in log.error
+    log.log("tick", i=2)
+    log.flush()
+    log.close()
+    assert log.dropped == 1  # the one after (the chunk that failed held the two before)
+    assert [e["i"] for e in read_run_log(path) if e["event"] == "tick"] == [0]
 
 
 def _read_soon(reader: LogReader, within: float = 30.0) -> list[dict[str, Any]]:

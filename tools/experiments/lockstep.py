@@ -345,12 +345,15 @@ class Lockstep:
                 next_report += 1.0
 
     def close(self) -> None:
-        for agent in self.agents.values():
-            if agent.log is not None:
-                agent.log.close()
-        if self._world_log is not None:
-            self._world_log.close()
+        """Close the logs and the world; OSError when a log could not be written whole."""
+        logs = [a.log for a in self.agents.values() if a.log is not None]
+        logs += [self._world_log] if self._world_log is not None else []
+        for log in logs:
+            log.close()
         self.world.close()
+        failed = [log.error for log in logs if log.error is not None]
+        if failed:
+            raise OSError(f"a log was not written whole: {failed[0]}")
 
     # ------------------------------------------------------------------ views
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import threading
 import time
 from pathlib import Path
@@ -57,3 +58,50 @@ def test_each_start_claims_a_higher_epoch(tmp_path: Path) -> None:
     assert first == 1_800_000_000 and again == first + 1 and back == first + 2
     (tmp_path / "hazel.epoch").write_text("garbage\n")
     assert claim_epoch(tmp_path, "hazel", 1_800_000_005.0) == 1_800_000_005
+
+
+class _FullDisk:
+    """A log file whose every write from now on fails as on a full disk."""
+
+    def __init__(self, f: object) -> None:
+        self._f = f
+
+    def write(self, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._f, name)
+
+
+def test_a_log_that_cannot_be_written_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None:
+    """A full disk under a driving agent: it says why, stops the car itself and exits (its
+    logging neither stops the STOP nor leaves a process running without its loop)."""
+    config = agent_config(load_arena(shipped_arena("two_cars")), "walnut")
+    with ModelCar(free_address()) as car:
+        options = RuntimeOptions(
+            config=config, car=car.address, iface=resolve_interface("127.0.0.1"),
+            key=bytes(range(32)), swarm="fatal-test", run_dir=tmp_path, swarm_port=0,
+            mdns=False, duration=60.0, lock_dir=tmp_path / "locks",
+        )
+        runtime = AgentRuntime(options)
+        full = threading.Event()
+        real_tick = runtime.node.tick
+
+        def tick(now: float, *, decide: bool = True):
+            if car.model.armed and any(car.model.wheels) and not full.is_set():
+                file = runtime.log._file  # the disk fills up now
+                assert file is not None
+                file._file = _FullDisk(file._file)  # type: ignore[assignment]
+                full.set()
+            return real_tick(now, decide=decide)
+
+        runtime.node.tick = tick  # type: ignore[method-assign]
+        started = time.monotonic()
+        code = asyncio.run(runtime.run())
+        elapsed = time.monotonic() - started
+        with car.lock:
+            state = (car.model.armed, car.model.wheels, car.model.reason)
+    assert full.is_set(), "the car never drove: nothing was tested"
+    assert code == EXIT_FAILED and elapsed < 30.0
+    assert runtime.fatal is not None and "No space left on device" in runtime.fatal
+    assert state == (False, (0.0, 0.0), "stop")  # stopped by the agent, not by its watchdog
