@@ -47,6 +47,8 @@ class Health:
     _car_state: str = "connecting"
     _car_reason: str = ""
     _car_synced: bool = False
+    _car_round_trip: float | None = None  # s: the best clock probe's, None without one
+    _car_round_trip_limit: float = math.inf  # s: the most that lets the clock converge
     _car_id: int | None = None
     _boot: int | None = None
     _reboots: int = 0
@@ -85,6 +87,11 @@ class Health:
                 self._reboots += 1
             self._boot = boot
 
+    def car_clock(self, round_trip: float | None, limit: float) -> None:
+        """The car clock probes: the best round trip kept (None: none answered in time), and
+        the most one may take for the clock to converge."""
+        self._car_round_trip, self._car_round_trip_limit = round_trip, limit
+
     def telemetry(self, now: float, gyro: bool, angle: bool = False) -> None:
         """A telemetry object from the car, with a gyro reading or without (``null``), and
         with the gyro's integrated angle or without."""
@@ -118,13 +125,16 @@ class Health:
         connected = self._car_connected
         if connected is not None:
             if self._car_state in ("ready", "arming") and now - connected > ARM_REFUSED_FOR:
-                why = f" (last refusal: {self._car_reason})" if self._car_reason else ""
-                out.append(Warning("car_not_armed", f"the car does not arm{why}: another "
-                                   "controller may hold it, or its token is stale; "
-                                   "`stigmesh car ADDR status` shows who"))
+                if not self._car_synced and not self._car_reason:
+                    out.append(Warning("car_not_armed", "the car is not armed: no ARM is sent "
+                                       "before the clock offset to the car converges"))
+                else:
+                    why = f" (last refusal: {self._car_reason})" if self._car_reason else ""
+                    out.append(Warning("car_not_armed", f"the car does not arm{why}: another "
+                                       "controller may hold it, or its token is stale; "
+                                       "`stigmesh car ADDR status` shows who"))
             if not self._car_synced and now - connected > CLOCK_UNSYNCED_FOR:
-                out.append(Warning("car_clock", "the clock offset to the car does not converge: "
-                                   "probes on UDP 4211 lost or round trips over 250 ms?"))
+                out.append(Warning("car_clock", self._clock_text()))
         if self.expect_car_id is not None and self._car_id not in (None, self.expect_car_id):
             out.append(Warning("car_id", f"the car reports robot id {self._car_id}, the config "
                                f"expects {self.expect_car_id}: is this the right car?"))
@@ -156,6 +166,15 @@ class Health:
             out.append(Warning("no_peer", f"no peer found after {NO_PEER_FOR:.0f} s: same swarm "
                                "name, key and port, and broadcast reaching this interface?"))
         return out
+
+    def _clock_text(self) -> str:
+        rtt, limit = self._car_round_trip, self._car_round_trip_limit
+        if rtt is None:
+            return ("the clock offset to the car does not converge: no probe on UDP 4211 was "
+                    "answered in time (blocked, lost, or round trips over 250 ms?)")
+        return (f"the clock offset to the car does not converge: the best probe round trip "
+                f"is {1000 * rtt:.0f} ms and arming needs one under {1000 * limit:.0f} ms "
+                "(Wi-Fi congested, the car far from the access point, or its modem asleep?)")
 
     def check(self, now: float) -> tuple[list[Warning], list[Warning]]:
         """(conditions that started, conditions that cleared) since the last check."""

@@ -186,6 +186,12 @@ class ClockOffsetEstimator:
         best = self._best(now)
         return math.inf if best is None else self._bound(best, now)
 
+    def round_trip_limit(self) -> float:
+        """The longest round trip whose sample can make the estimate synchronised: a fresh
+        sample's bound is half its round trip plus the resolution's share (the drift's
+        grows with its age)."""
+        return max(0.0, 2.0 * (self.max_uncertainty - 3.0 * self.resolution))
+
     def synchronized_at_time(self, now: float) -> bool:
         """True while the uncertainty is at most ``max_uncertainty``."""
         return self.uncertainty_at_time(now) <= self.max_uncertainty

@@ -42,6 +42,22 @@ def test_car_that_does_not_arm_and_a_clock_that_does_not_converge() -> None:
     assert sorted(keys(h, 12.0)[1]) == ["car_clock", "car_not_armed"]
 
 
+def test_a_clock_that_does_not_converge_says_the_round_trip_it_has_and_needs() -> None:
+    """A car link whose round trips are all 102 ms (the limit is 50): the session sends no
+    ARM, and the warnings say why in numbers, not a guess."""
+    h = Health(started=0.0)
+    h.car(1.0, ("ready", False, 1, ""), 7)
+    h.car_clock(0.102, 0.05)
+    started, _ = h.check(11.1)
+    text = {w.key: w.text for w in started}
+    assert "no ARM is sent before the clock offset to the car converges" in text["car_not_armed"]
+    assert "best probe round trip is 102 ms and arming needs one under 50 ms" in text["car_clock"]
+    quiet = Health(started=0.0)
+    quiet.car(1.0, ("ready", False, 1, ""), 7)
+    quiet.car_clock(None, 0.05)
+    assert "no probe on UDP 4211 was answered" in quiet.check(11.1)[0][-1].text
+
+
 def test_wrong_robot_id_and_a_reboot() -> None:
     h = Health(started=0.0, expect_car_id=2)
     h.car(1.0, ("driving", True, 1, ""), 7)

@@ -7,7 +7,14 @@ import random
 
 import pytest
 
-from protocol.clock import ClockOffsetEstimator, ClockReject, ClockSample, NoClockSample
+from protocol.clock import (
+    DEFAULT_MAX_UNCERTAINTY,
+    DEFAULT_RESOLUTION,
+    ClockOffsetEstimator,
+    ClockReject,
+    ClockSample,
+    NoClockSample,
+)
 
 
 class RemoteClock:
@@ -213,3 +220,15 @@ def test_constructor_validates(kwargs):
         ClockOffsetEstimator(**kwargs)
     with pytest.raises(TypeError):
         ClockOffsetEstimator(max_samples=8.0)
+
+
+def test_the_round_trip_limit_is_the_longest_that_synchronises() -> None:
+    """What the agent's car_clock warning quotes: a sample just under the limit synchronises
+    when fresh, one just over never does."""
+    est = ClockOffsetEstimator()
+    limit = est.round_trip_limit()
+    assert limit == pytest.approx(2 * (DEFAULT_MAX_UNCERTAINTY - 3 * DEFAULT_RESOLUTION))
+    under, over = ClockOffsetEstimator(), ClockOffsetEstimator()
+    under.add_sample(1.0, 51.0, 51.0, 1.0 + limit - 0.001)
+    over.add_sample(1.0, 51.0, 51.0, 1.0 + limit + 0.001)
+    assert under.synchronized_at_time(1.0 + limit) and not over.synchronized_at_time(1.0 + limit)

@@ -16,6 +16,19 @@ from tools.agent_config import agent_config
 from worlds.arena import load_arena, shipped_arena
 
 
+def _settled(car: ModelCar, within: float = 5.0) -> tuple[bool, tuple[float, float], str]:
+    """The car's state once it is disarmed (its thread may not have read the agent's last
+    datagram when the agent returns; a car left armed disarms by its watchdog within
+    300 ms, with reason ``watchdog``), or as it is after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        with car.lock:
+            state = (car.model.armed, car.model.wheels, car.model.reason)
+        if not state[0] or time.monotonic() > deadline:
+            return state
+        time.sleep(0.01)
+
+
 def test_a_failing_tick_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None:
     config = agent_config(load_arena(shipped_arena("two_cars")), "walnut")
     with ModelCar(free_address()) as car:
@@ -40,8 +53,7 @@ def test_a_failing_tick_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None
         started = time.monotonic()
         code = asyncio.run(runtime.run())
         elapsed = time.monotonic() - started
-        with car.lock:
-            state = (car.model.armed, car.model.wheels, car.model.reason)
+        state = _settled(car)
     assert armed.is_set(), "the car never drove: nothing was tested"
     assert code == EXIT_FAILED and elapsed < 30.0
     assert runtime.fatal is not None and "a bug in the decision" in runtime.fatal
@@ -99,8 +111,7 @@ def test_a_log_that_cannot_be_written_stops_the_car_and_exits_non_zero(tmp_path:
         started = time.monotonic()
         code = asyncio.run(runtime.run())
         elapsed = time.monotonic() - started
-        with car.lock:
-            state = (car.model.armed, car.model.wheels, car.model.reason)
+        state = _settled(car)
     assert full.is_set(), "the car never drove: nothing was tested"
     assert code == EXIT_FAILED and elapsed < 30.0
     assert runtime.fatal is not None and "No space left on device" in runtime.fatal
