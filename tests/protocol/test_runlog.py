@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import errno
 import os
 import signal
 import subprocess
@@ -28,6 +27,7 @@ from protocol.runlog import (
 )
 from protocol.swarm.messages import MAC_LEN
 from tests.support.clock import FakeClock
+from tests.support.files import FullDisk
 
 
 def test_lines_round_trip_with_bytes_arrays_and_exact_floats(tmp_path: Path) -> None:
@@ -185,19 +185,6 @@ def test_a_restarted_writer_appends_after_damage_and_keeps_it(tmp_path: Path, ca
 
 
 
-class _FullDisk:
-    """A file whose every write from now on fails as on a full disk."""
-
-    def __init__(self, f: object) -> None:
-        self._f = f
-
-    def write(self, data: bytes) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._f, name)
-
-
 def test_a_full_disk_stops_the_log_without_raising_in_the_caller(tmp_path: Path) -> None:
     """The caller may be stopping a car: a failed write is kept as the log's error, later
     events are counted as dropped, and what was written before stays readable."""
@@ -207,7 +194,7 @@ def test_a_full_disk_stops_the_log_without_raising_in_the_caller(tmp_path: Path)
     log.log("tick", i=0)
     log.flush()
     assert log._file is not None
-    log._file._file = _FullDisk(log._file._file)  # type: ignore[assignment]
+    log._file._file = FullDisk(log._file._file)  # type: ignore[assignment]
     log.log("tick", i=1)
     log.log("faults_set", direction="in", spec="drop=1")  # durable: written (or not) now
     assert log.error is not None and "No space left on device" in log.error

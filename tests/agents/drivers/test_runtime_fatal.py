@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import errno
 import threading
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ from agents.drivers.net import resolve_interface
 from agents.drivers.runtime import EXIT_FAILED, AgentRuntime, RuntimeOptions, claim_epoch
 from protocol.runlog import log_path, read_run_log
 from tests.support.carserver import ModelCar, free_address
+from tests.support.files import FullDisk
 from tools.agent_config import agent_config
 from worlds.arena import load_arena, shipped_arena
 
@@ -29,15 +29,19 @@ def _settled(car: ModelCar, within: float = 5.0) -> tuple[bool, tuple[float, flo
         time.sleep(0.01)
 
 
-def test_a_failing_tick_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None:
+def _runtime(car: ModelCar, run_dir: Path) -> AgentRuntime:
+    """walnut's agent on loopback driving ``car``, for at most 60 s."""
     config = agent_config(load_arena(shipped_arena("two_cars")), "walnut")
+    return AgentRuntime(RuntimeOptions(
+        config=config, car=car.address, iface=resolve_interface("127.0.0.1"),
+        key=bytes(range(32)), swarm="fatal-test", run_dir=run_dir, swarm_port=0,
+        mdns=False, duration=60.0, lock_dir=run_dir / "locks",
+    ))
+
+
+def test_a_failing_tick_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None:
     with ModelCar(free_address()) as car:
-        options = RuntimeOptions(
-            config=config, car=car.address, iface=resolve_interface("127.0.0.1"),
-            key=bytes(range(32)), swarm="fatal-test", run_dir=tmp_path, swarm_port=0,
-            mdns=False, duration=60.0, lock_dir=tmp_path / "locks",
-        )
-        runtime = AgentRuntime(options)
+        runtime = _runtime(car, tmp_path)
         armed = threading.Event()
         real_tick = runtime.node.tick
 
@@ -72,30 +76,11 @@ def test_each_start_claims_a_higher_epoch(tmp_path: Path) -> None:
     assert claim_epoch(tmp_path, "hazel", 1_800_000_005.0) == 1_800_000_005
 
 
-class _FullDisk:
-    """A log file whose every write from now on fails as on a full disk."""
-
-    def __init__(self, f: object) -> None:
-        self._f = f
-
-    def write(self, data: bytes) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._f, name)
-
-
 def test_a_log_that_cannot_be_written_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None:
     """A full disk under a driving agent: it says why, stops the car itself and exits (its
     logging neither stops the STOP nor leaves a process running without its loop)."""
-    config = agent_config(load_arena(shipped_arena("two_cars")), "walnut")
     with ModelCar(free_address()) as car:
-        options = RuntimeOptions(
-            config=config, car=car.address, iface=resolve_interface("127.0.0.1"),
-            key=bytes(range(32)), swarm="fatal-test", run_dir=tmp_path, swarm_port=0,
-            mdns=False, duration=60.0, lock_dir=tmp_path / "locks",
-        )
-        runtime = AgentRuntime(options)
+        runtime = _runtime(car, tmp_path)
         full = threading.Event()
         real_tick = runtime.node.tick
 
@@ -103,7 +88,7 @@ def test_a_log_that_cannot_be_written_stops_the_car_and_exits_non_zero(tmp_path:
             if car.model.armed and any(car.model.wheels) and not full.is_set():
                 file = runtime.log._file  # the disk fills up now
                 assert file is not None
-                file._file = _FullDisk(file._file)  # type: ignore[assignment]
+                file._file = FullDisk(file._file)  # type: ignore[assignment]
                 full.set()
             return real_tick(now, decide=decide)
 
