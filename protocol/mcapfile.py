@@ -18,6 +18,7 @@ its :class:`~protocol.mcapread.Framing`: damage inside stays, a torn end is cut)
 from __future__ import annotations
 
 import atexit
+import contextlib
 import queue
 import sys
 import threading
@@ -350,6 +351,17 @@ class McapFile:
         self._file.write(out.end())
         self._file.flush()
         self._chunk_indexes.add(index)
+
+    def abandon(self) -> None:
+        """Stop after a failed write: nothing more is written, the writer's thread ends and
+        the file closes; what is in it stays readable (no summary: readers walk it)."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            atexit.unregister(self._drain_at_exit)
+            with contextlib.suppress(Exception):  # the failure the caller already has
+                writer.stop()
+        with contextlib.suppress(OSError):
+            self._file.close()
 
     def _drain_at_exit(self) -> None:
         try:

@@ -261,7 +261,9 @@ class RunLog:
         self.error = f"{self.path}: {exc.strerror or exc}"
         self.dropped += len(self._batch)
         self._batch, self._batch_t = [], None
-        self._file = None  # its writer thread ends with the process
+        if self._file is not None:
+            self._file.abandon()
+            self._file = None
 
     def _pending(self, now: float) -> None:
         """Something was added at ``now`` (the log's clock): close the chunk when it is due
