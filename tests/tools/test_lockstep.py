@@ -4,6 +4,7 @@ applied at its times, kill and restart, and ``stigmesh run --lockstep`` end to e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from agents.faults import LinkFaults
 from agents.transport import Direction
 from protocol.runlog import log_path, read_run_log
+from tests.support.files import FullDisk
 from tools.commands import run as run_cmd
 from tools.experiments.lockstep import Lockstep, run_scenario
 from tools.experiments.scenario_file import parse_scenario
@@ -208,3 +210,22 @@ def test_oracle_looks_need_lockstep(tmp_path: Path, capsys: pytest.CaptureFixtur
                                            str(tmp_path / "run")]))
     assert code == 2 and "--oracle-looks needs --lockstep" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_log_that_could_not_be_written_fails_the_run_at_its_close(tmp_path: Path) -> None:
+    """A full disk under a lockstep run: the run goes on (the agents' loops never see it)
+    and closing it raises, naming the log, so no run directory passes for whole."""
+    ls = Lockstep(load_arena(shipped_arena("two_cars")), seed=1, run_dir=tmp_path)
+    try:
+        ls.run(0.5)
+        log = ls.agents["hazel"].log
+        assert log is not None and log._file is not None
+        log._file._file = FullDisk(log._file._file)  # type: ignore[assignment]
+        ls.run(3.0)  # chunks close every 2 s of the log's clock
+        assert log.error is not None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            ls.close()
+        raise
+    with pytest.raises(OSError, match=r"a log was not written whole: .*hazel\.mcap"):
+        ls.close()

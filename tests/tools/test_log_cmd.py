@@ -71,6 +71,9 @@ def test_damage_is_skipped_and_said_with_the_bytes_not_read(tmp_path: Path, caps
     assert "damaged record(s) skipped;" in err and "bytes unread" in err
     assert stigmesh.main(["log", "export", str(run), "--mcap", str(tmp_path / "a.mcap")]) == 0
     assert "stigmesh log export: 1 damaged record(s) skipped;" in capsys.readouterr().err
+    assert stigmesh.main(["log", "size", str(run)]) == 0
+    walnut = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("walnut"))
+    assert walnut.endswith("bytes unread (their events are lost)")
 
 
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:

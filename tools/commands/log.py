@@ -111,15 +111,16 @@ def main(args: argparse.Namespace) -> int:
 
 def size_table(logs: dict[str, Path]) -> list[str]:
     """Per log: its bytes on disk, the span of its events, MB per minute of that span, and
-    each channel's share of the uncompressed messages."""
+    each channel's share of the uncompressed messages (and what damage it skipped)."""
     from collections import Counter
 
     from protocol.mcapread import iter_messages
-    from protocol.runlog import read_run_log
+    from protocol.runlog import ReadStats, read_run_log
 
     rows = [f"{'log':10} {'MB':>7} {'span s':>7} {'MB/min':>7}  uncompressed by channel"]
     for name, path in logs.items():
-        times = [float(e["t"]) for e in read_run_log(path)]
+        stats = ReadStats()
+        times = [float(e["t"]) for e in read_run_log(path, stats)]
         span = max(times) - min(times) if times else 0.0
         mb = path.stat().st_size / 1e6
         by: Counter[str] = Counter()
@@ -128,5 +129,6 @@ def size_table(logs: dict[str, Path]) -> list[str]:
         total = sum(by.values()) or 1
         shares = ", ".join(f"{k} {100 * v / total:.0f} %" for k, v in by.most_common())
         rate = f"{mb / (span / 60):7.3f}" if span > 0 else f"{'-':>7}"
-        rows.append(f"{name:10} {mb:7.3f} {span:7.1f} {rate}  {shares}")
+        damage = f"; {_damage(stats)}" if stats.bad_lines else ""
+        rows.append(f"{name:10} {mb:7.3f} {span:7.1f} {rate}  {shares}{damage}")
     return rows
