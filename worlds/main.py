@@ -105,7 +105,12 @@ def main(args: argparse.Namespace) -> int:
         _error(f"run dir path too long for a UNIX socket: {run_dir}")
         return EXIT_USAGE
     # The world's log is read while it runs (truth for the live view, tests): short chunks.
-    log = RunLog(log_path(run_dir, PROCESS), PROCESS, time.monotonic, flush_every=WORLD_FLUSH)
+    try:
+        log = RunLog(log_path(run_dir, PROCESS), PROCESS, time.monotonic,
+                     flush_every=WORLD_FLUSH)
+    except OSError as exc:
+        _error(f"cannot write the log in run dir {run_dir}: {exc.strerror or exc}")
+        return EXIT_USAGE
     world = World(arena, seed=args.seed, t0=time.monotonic(), firmware=args.firmware)
     log.log(
         "start", arena=arena.name, source=arena.source, seed=world.seed,

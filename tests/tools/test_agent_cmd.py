@@ -110,3 +110,12 @@ def test_missing_settings_and_a_site_without_target_are_one_line_errors(tmp_path
     )
     assert result.returncode == 2 and "has no [target]" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_run_dir_it_cannot_write_is_one_line(tmp_path: Path) -> None:
+    key = tmp_path / "swarm.key"
+    write_key(key)
+    (tmp_path / "run").write_text("a file where the run directory should be\n")
+    result = agent(tmp_path, "--car", "127.0.0.1", "--swarm-key", str(key), "--duration", "2")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"--run-dir {tmp_path / 'run'}: cannot write there" in result.stderr

@@ -133,7 +133,12 @@ def main(args: argparse.Namespace) -> int:
         f"log {log_path(s['run_dir'], s['name'])}",
         flush=True,
     )
-    runtime = AgentRuntime(options)
+    try:
+        runtime = AgentRuntime(options)
+    except OSError as exc:  # its log and epoch file: a run directory it cannot write
+        _error(f"--run-dir {s['run_dir']}: cannot write there "
+               f"({exc.filename or s['run_dir']}: {exc.strerror or exc})")
+        return EXIT_USAGE
     try:
         code = asyncio.run(runtime.run())
     except StartupError as exc:
