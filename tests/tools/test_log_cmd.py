@@ -97,3 +97,15 @@ def test_size_says_mb_per_minute_of_each_log(tmp_path: Path, capsys) -> None:
     mb, span, rate = (float(v) for v in walnut[1:4])
     assert mb == round(log_path(tmp_path, "walnut").stat().st_size / 1e6, 3)
     assert span == 39.9 and abs(rate - mb / (span / 60)) < 1e-3 and walnut[4] == "events"
+
+
+def test_an_export_it_cannot_write_is_one_line(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    _run(run)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory\n")
+    for args in (["--jsonl", "--out", str(blocked / "out")], ["--mcap", str(blocked / "x.mcap")]):
+        assert stigmesh.main(["log", "export", str(run), *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"stigmesh log export: cannot write {blocked}/")
+        assert "Not a directory" in err

@@ -163,6 +163,13 @@ def test_a_tiny_sweep_in_parallel(tmp_path: Path, capsys: pytest.CaptureFixture)
     err = capsys.readouterr().err
     assert err == ("stigmesh sweep: --over 'gyro=2': '2' is not one of 1, 0, on, off, true, "
                    "false\n")
+    blocked = tmp_path / "a-file"  # an --out it cannot write: said before any run, not after
+    blocked.write_text("not a folder\n")
+    bad = parser.parse_args([str(scenario), "--over", "loss=0", "--out", str(blocked / "t.md")])
+    assert sweep_cmd.main(bad) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"stigmesh sweep: --out {blocked / 't.md'}: {blocked} is a file, " \
+        "not a folder\n" and "lockstep runs" not in captured.out
 
 
 def test_a_gyro_free_trial_runs_without_gyro(tmp_path: Path,

@@ -62,7 +62,7 @@ def _damage(stats: ReadStats) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from protocol.runlog import ReadStats, dumps, merge_logs, process_logs, read_run_log
+    from protocol.runlog import ReadStats, dumps, process_logs, read_run_log
 
     if args.action == "cat":
         path = _resolve(args.log)
@@ -85,6 +85,19 @@ def main(args: argparse.Namespace) -> int:
     if args.action == "size":
         print("\n".join(size_table(logs)))
         return EXIT_OK
+    try:
+        return _export(args, logs)
+    except OSError as exc:  # where the output goes: not a directory, not writable, full
+        where = exc.filename or (args.mcap or args.out)
+        print(f"stigmesh log export: cannot write {where}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _export(args: argparse.Namespace, logs: dict[str, Path]) -> int:
+    """The logs merged into one MCAP file, or each as JSON lines."""
+    from protocol.runlog import ReadStats, dumps, merge_logs, read_run_log
+
     if args.mcap is not None:
         stats = ReadStats()
         count = merge_logs(list(logs.values()), args.mcap, stats)

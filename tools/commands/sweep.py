@@ -125,6 +125,13 @@ def main(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out: Path = args.out or Path("runs") / f"sweep-{scenario.name}-{stamp}.md"
+    if out.parent.exists() and not out.parent.is_dir():  # found before the runs, not after
+        return _fail(f"--out {out}: {out.parent} is a file, not a folder")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _fail(f"--out {out}: its folder {out.parent} cannot be made "
+                     f"({exc.strerror or exc})")
     sizes = [*(f"{len(a.values)} {a.name}" for a in axes), f"{len(fusions)} fusion",
              f"{args.seeds} seeds"]
     where = (f"the Dask cluster at {args.scheduler}" if args.scheduler else
