@@ -45,3 +45,16 @@ def test_a_key_the_swarm_codec_would_refuse_is_refused_on_reading(tmp_path: Path
     huge.chmod(0o600)
     with pytest.raises(KeyFileError, match="over 1024 bytes"):
         read_key(huge)
+
+
+def test_keygen_never_overwrites_and_names_a_folder_that_is_a_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tools import cli
+
+    key = tmp_path / "swarm.key"
+    assert cli.main(["keygen", str(key)]) == 0 and len(key.read_text().strip()) == 64
+    before = key.read_text()
+    assert cli.main(["keygen", str(key)]) == 2 and key.read_text() == before
+    assert f"{key} exists; not overwritten" in capsys.readouterr().err
+    assert cli.main(["keygen", str(key / "nested.key")]) == 2  # under a file
+    assert f"{key} is a file, not a folder" in capsys.readouterr().err

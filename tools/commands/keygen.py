@@ -19,8 +19,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         write_key(args.path)
-    except FileExistsError:
-        print(f"stigmesh keygen: {args.path} exists; not overwritten", file=sys.stderr)
+    except FileExistsError as exc:
+        if Path(exc.filename or args.path) != args.path:  # its folder is a file
+            print(f"stigmesh keygen: cannot write {args.path}: {exc.filename} is a file, not "
+                  "a folder", file=sys.stderr)
+        else:
+            print(f"stigmesh keygen: {args.path} exists; not overwritten", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"stigmesh keygen: cannot write {args.path}: {exc.strerror}", file=sys.stderr)
