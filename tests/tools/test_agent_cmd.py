@@ -8,6 +8,8 @@ import textwrap
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from protocol.site import site_to_toml
 from tests.support.carserver import ModelCar, free_address
 from tools.swarmkey import write_key
@@ -119,3 +121,16 @@ def test_a_run_dir_it_cannot_write_is_one_line(tmp_path: Path) -> None:
     result = agent(tmp_path, "--car", "127.0.0.1", "--swarm-key", str(key), "--duration", "2")
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert f"--run-dir {tmp_path / 'run'}: cannot write there" in result.stderr
+
+
+def test_number_flags_are_held_to_the_robot_files_ranges(capsys) -> None:
+    """A flag wins over the file, and is refused where the file's value would be."""
+    from tools import cli
+
+    for flag, value, said in (("--port", "70000", "70000 is outside 0..65535"),
+                              ("--view-range", "100", "100 is outside 0.1..20"),
+                              ("--port", "x", "'x' is not an integer")):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["agent", "--name", "walnut", flag, value])
+        assert exc.value.code == 2
+        assert f"argument {flag}: {said}" in capsys.readouterr().err

@@ -57,3 +57,15 @@ def test_an_unknown_command_is_one_usage_error(capsys: pytest.CaptureFixture[str
         cli.main(["nonsense"])
     assert exc.value.code == 2
     assert "invalid choice: 'nonsense'" in capsys.readouterr().err
+
+
+def test_demo_refuses_a_bad_port_and_a_run_dir_it_cannot_write(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before anything starts: --port 70000 made the demo wait out its whole run with no
+    agent up, and a run directory under a file raised."""
+    assert cli.main(["demo", "--quiet", "--port", "70000"]) == 2
+    assert "--port must be 1..65535, got 70000" in capsys.readouterr().err
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder\n")
+    assert cli.main(["demo", "--quiet", "--run-dir", str(blocked / "run")]) == 2
+    assert f"--run-dir {blocked / 'run'}: cannot write there" in capsys.readouterr().err

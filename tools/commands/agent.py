@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +67,27 @@ def _flag(p: argparse.ArgumentParser, key: Key) -> None:
         p.add_argument(key.flag.rstrip("s"), action="append", type=_peer, metavar="NAME=ADDR:PORT",
                        help=key.help + " (repeatable)", **kw)
     else:
-        kind = _agent_name if key.name == "name" else key.kind
+        kind: Any = key.kind
+        if key.name == "name":
+            kind = _agent_name
+        elif key.kind in (int, float):
+            kind = _ranged(key)
         choices = key.choices or None
         p.add_argument(key.flag, type=kind, choices=choices, help=key.help + default, **kw)
+
+
+def _ranged(key: Key) -> Callable[[str], Any]:
+    """A number flag held to its key's range, as the robot file's value is."""
+    def convert(text: str) -> Any:
+        try:
+            value = key.kind(text)
+        except ValueError:
+            kind = "an integer" if key.kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+        if not (math.isfinite(value) and key.low <= value <= key.high):
+            raise argparse.ArgumentTypeError(f"{text} is outside {key.low:g}..{key.high:g}")
+        return value
+    return convert
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

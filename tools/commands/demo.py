@@ -86,11 +86,19 @@ def main(args: argparse.Namespace) -> int:
     if not args.duration > 0:
         print("stigmesh demo: --duration must be positive", file=sys.stderr)
         return 2
+    if args.port is not None and not 1 <= args.port <= 65535:
+        print(f"stigmesh demo: --port must be 1..65535, got {args.port}", file=sys.stderr)
+        return 2
     run_dir: Path = args.run_dir or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
-    run_dir.mkdir(parents=True, exist_ok=True)
     key_file = run_dir / "swarm.key"
-    if not key_file.exists():
-        write_key(key_file)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if not key_file.exists():
+            write_key(key_file)
+    except OSError as exc:
+        print(f"stigmesh demo: --run-dir {run_dir}: cannot write there "
+              f"({exc.filename or run_dir}: {exc.strerror or exc})", file=sys.stderr)
+        return 2
     swarm = Swarm(arena_path, arena, run_dir, key_file)
     try:
         port = claim_loopback(swarm, args.port)  # another demo on this host keeps its own
