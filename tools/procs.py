@@ -102,6 +102,14 @@ class Swarm:
     cars_on: str | None = None  # the cars' /24 when moved off the arena's (see claim_loopback)
     claims: list[CarLock] = field(default_factory=list)  # held for this process's life
 
+    def __post_init__(self) -> None:
+        # The processes run from the repository's root: a relative path given here (the
+        # demo's default runs/demo-DATE, from wherever it was started) must name the same
+        # file for them as for this process.
+        self.arena_path = self.arena_path.absolute()
+        self.run_dir = self.run_dir.absolute()
+        self.key_file = self.key_file.absolute()
+
     def start_world(self, duration: float | None, extra: Sequence[str] = (),
                     ready_within: float = 60.0) -> Proc:
         """Start the world server and wait (``ready_within`` s at most) for its socket."""
