@@ -229,3 +229,19 @@ def test_a_log_that_could_not_be_written_fails_the_run_at_its_close(tmp_path: Pa
         raise
     with pytest.raises(OSError, match=r"a log was not written whole: .*hazel\.mcap"):
         ls.close()
+
+
+def test_a_car_link_whose_round_trip_exceeds_the_clock_limit_never_arms() -> None:
+    """MZ01.md's claim, measured: the ARM waits for a clock bound of 25 ms, half the best
+    probe's round trip, so at 30 ms each way (60 ms round trip) no car is ever armed, while
+    at 15 ms each way every car drives."""
+    for latency, drives in ((0.03, False), (0.015, True)):
+        ls = Lockstep(load_arena(shipped_arena("two_cars")), seed=1, car_latency=latency)
+        try:
+            ls.run(4.0)
+            for name, agent in ls.agents.items():
+                session = agent.agent.session
+                assert session.synchronized_at_time(ls.t) is drives, (latency, name)
+                assert (session.state.value == "driving") is drives, (latency, name)
+        finally:
+            ls.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from agents.drivers.net import resolve_interface
@@ -39,26 +40,37 @@ def _runtime(car: ModelCar, run_dir: Path) -> AgentRuntime:
     ))
 
 
-def test_a_failing_tick_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None:
+def _drive_then(run_dir: Path, act: Callable[[AgentRuntime], None],
+                ) -> tuple[AgentRuntime, bool, int, float, tuple[bool, tuple[float, float], str]]:
+    """walnut drives a ModelCar; from the first tick that finds the car driving, ``act`` runs
+    before every tick. Returns the runtime, whether the car drove, the exit code, the run's
+    wall seconds and the car's settled state."""
     with ModelCar(free_address()) as car:
-        runtime = _runtime(car, tmp_path)
-        armed = threading.Event()
+        runtime = _runtime(car, run_dir)
+        drove = threading.Event()
         real_tick = runtime.node.tick
 
         def tick(now: float, *, decide: bool = True):
-            decision = real_tick(now, decide=decide)
             if car.model.armed and any(car.model.wheels):
-                armed.set()
-            if armed.is_set():
-                raise FloatingPointError("a bug in the decision")
-            return decision
+                drove.set()
+            if drove.is_set():
+                act(runtime)
+            return real_tick(now, decide=decide)
 
         runtime.node.tick = tick  # type: ignore[method-assign]
         started = time.monotonic()
         code = asyncio.run(runtime.run())
         elapsed = time.monotonic() - started
         state = _settled(car)
-    assert armed.is_set(), "the car never drove: nothing was tested"
+    return runtime, drove.is_set(), code, elapsed, state
+
+
+def test_a_failing_tick_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None:
+    def fail(runtime: AgentRuntime) -> None:
+        raise FloatingPointError("a bug in the decision")
+
+    runtime, armed, code, elapsed, state = _drive_then(tmp_path, fail)
+    assert armed, "the car never drove: nothing was tested"
     assert code == EXIT_FAILED and elapsed < 30.0
     assert runtime.fatal is not None and "a bug in the decision" in runtime.fatal
     assert state == (False, (0.0, 0.0), "stop")  # stopped by the agent, not by its watchdog
@@ -79,25 +91,13 @@ def test_each_start_claims_a_higher_epoch(tmp_path: Path) -> None:
 def test_a_log_that_cannot_be_written_stops_the_car_and_exits_non_zero(tmp_path: Path) -> None:
     """A full disk under a driving agent: it says why, stops the car itself and exits (its
     logging neither stops the STOP nor leaves a process running without its loop)."""
-    with ModelCar(free_address()) as car:
-        runtime = _runtime(car, tmp_path)
-        full = threading.Event()
-        real_tick = runtime.node.tick
+    def fill_the_disk(runtime: AgentRuntime) -> None:
+        file = runtime.log._file
+        if file is not None and not isinstance(file._file, FullDisk):
+            file._file = FullDisk(file._file)  # type: ignore[assignment]
 
-        def tick(now: float, *, decide: bool = True):
-            if car.model.armed and any(car.model.wheels) and not full.is_set():
-                file = runtime.log._file  # the disk fills up now
-                assert file is not None
-                file._file = FullDisk(file._file)  # type: ignore[assignment]
-                full.set()
-            return real_tick(now, decide=decide)
-
-        runtime.node.tick = tick  # type: ignore[method-assign]
-        started = time.monotonic()
-        code = asyncio.run(runtime.run())
-        elapsed = time.monotonic() - started
-        state = _settled(car)
-    assert full.is_set(), "the car never drove: nothing was tested"
+    runtime, full, code, elapsed, state = _drive_then(tmp_path, fill_the_disk)
+    assert full, "the car never drove: nothing was tested"
     assert code == EXIT_FAILED and elapsed < 30.0
     assert runtime.fatal is not None and "No space left on device" in runtime.fatal
     assert state == (False, (0.0, 0.0), "stop")  # stopped by the agent, not by its watchdog

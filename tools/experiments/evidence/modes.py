@@ -8,7 +8,7 @@ from tools.experiments.evidence.figures import pyplot, save
 from tools.experiments.evidence.plan import Results
 from tools.experiments.evidence.report import Section
 from tools.experiments.evidence.stats import fmt
-from tools.experiments.evidence.targets import agreement_measures, real_agreement
+from tools.experiments.evidence.targets import real_agreement
 
 MEASURES = (("err_p50", "error p50 after 20 s (m)", "{:.3f}"), ("held", "held", "{:.3f}"),
             ("nees4_inside", "NEES4 inside", "{:.3f}"), ("kbytes_per_s", "KB/s", "{:.2f}"))
@@ -33,7 +33,7 @@ def section(results: Results) -> Section | None:
         "| scene | " + " | ".join(m[1] for m in MEASURES) + " | agrees |",
         "|---|" + "---|" * len(MEASURES) + "---|",
     ]
-    data = {}
+    data: dict[str, Any] = {}
     for sc in scenes:
         a = real_agreement(results, sc.name)
         data[sc.name] = a
@@ -46,14 +46,10 @@ def section(results: Results) -> Section | None:
     fig, ax = plt.subplots(1, len(MEASURES), figsize=(12, 3.4))
     names = [sc.name for sc in scenes]
     for a, (key, title, _) in zip(ax, MEASURES, strict=True):
-        for i, name in enumerate(names):
-            agents = results.honest(name)
-            lock = [agreement_measures(r, agents)[key] for r in results.runs(name)
-                    if "metrics" in r]
-            lock = [v for v in lock if v is not None]
+        for i, name in enumerate(names):  # the measures real_agreement took (judged ones)
+            lock = [m[key] for m in data[name]["lockstep"] if m[key] is not None]
             a.scatter([i] * len(lock), lock, s=8, color="0.6")
-            run = results.real.get(name, {})
-            real = agreement_measures(run, agents)[key] if "metrics" in run else None
+            real = (data[name]["real"] or {}).get(key)
             if real is not None:
                 a.scatter([i], [real], s=30, marker="x", color="tab:red")
         a.set_xticks(range(len(names)), names, rotation=70, fontsize=7)

@@ -209,17 +209,17 @@ def real_agreement(res: Results, scene: str, *, every_agent: bool = False) -> di
     within the lockstep values' range widened by 25 % of its ends. On a liar's scene the
     measures are the honest agents' (the liar's logged track mixes the lies it sent with its
     belief), as the page's other columns are; ``every_agent``: every agent's, the measure
-    used until 2026-12-05."""
+    used until 2026-12-05. Also returns each run's measures (``lockstep``, ``real``)."""
     real = res.real.get(scene)
     runs = ok(res.runs(scene))
     agents = None if every_agent else res.honest(scene)
+    theirs = [agreement_measures(r, agents) for r in runs]
+    mine = agreement_measures(real, agents) if real is not None and "metrics" in real else None
     out: dict[str, Any] = {"measures": {}, "agrees": False, "ran": real is not None,
-                           "agents": agents}
-    if real is None or "metrics" not in real or not runs:
+                           "agents": agents, "lockstep": theirs, "real": mine}
+    if mine is None or not runs:
         out["why"] = "no real run" if real is None else real.get("error", "no lockstep run")
         return out
-    mine = agreement_measures(real, agents)
-    theirs = [agreement_measures(r, agents) for r in runs]
     agree = True
     for key in AGREE:
         lock = [m[key] for m in theirs if m[key] is not None]
