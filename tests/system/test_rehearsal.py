@@ -164,6 +164,9 @@ def test_a_deployment_rehearsal_in_namespaces(net: Net, tmp_path: Path) -> None:
     for name in laptops:
         after = metrics["agents"][name]["errors"]["position_error_after_settle_m"]
         heading = metrics["agents"][name]["pose"]["heading_error_deg"]
+        summary = (tmp_path / f"laptop-{name}" / "agent.out").read_text(errors="replace")
+        assert after["median"] is not None, (
+            f"{name} held no track after {SETTLE:g} s; its output ends:\n{summary[-3000:]}")
         print(f"rehearsal: {name} confirmed its first peer {first_peer(name):.2f} s after "
               f"start; track error after {SETTLE:g} s: median {after['median']:.3f} m, "
               f"p95 {after['p95']:.3f} m; heading error median {heading['median']:.1f}°, "
