@@ -5,8 +5,8 @@ seconds as floats. ``offset`` is remote minus local: ``remote = local + offset``
 
 A sample (t1 local send, t2 remote receive, t3 remote send, t4 local receive) gives
 ``offset = ((t2 - t1) + (t3 - t4)) / 2`` and ``round_trip = (t4 - t1) - (t3 - t2)``.
-The estimate is the kept sample with the smallest round trip. Its error bound at
-local time ``now`` is::
+The estimate at local time ``now`` is the kept sample whose error bound is smallest
+then (a fast probe's, unless it has aged past a newer one's). That bound is::
 
     round_trip/2 + 3·r + ρ·(|now - t4| + 1.5·(t4 - t1 + 2·r))
 
@@ -164,14 +164,15 @@ class ClockOffsetEstimator:
         if memo is not None and memo[0] == now:
             return memo[1]
         best: ClockSample | None = None
+        bound = math.inf
         for s in self._samples:  # oldest first, so ties go to the newest
-            if s.t4 <= now and (best is None or s.round_trip <= best.round_trip):
-                best = s
+            if s.t4 <= now and (b := self._bound(s, now)) <= bound:
+                best, bound = s, b
         self._best_at = (now, best)
         return best
 
     def best_sample_at_time(self, now: float) -> ClockSample | None:
-        """The sample the estimate at ``now`` rests on (smallest round trip), if any."""
+        """The sample the estimate at ``now`` rests on (the smallest bound then), if any."""
         return self._best(now)
 
     def offset_at_time(self, now: float) -> float:

@@ -111,7 +111,7 @@ def test_drift_within_the_exchange_is_covered():
     assert error <= est.uncertainty_at_time(t4)
 
 
-def test_offset_formula_and_smallest_round_trip_wins():
+def test_offset_formula_and_smallest_bound_wins():
     s = ClockSample(10.0, 110.5, 110.6, 11.0)
     assert s.offset == pytest.approx(100.05)
     assert s.round_trip == pytest.approx(0.9)
@@ -121,6 +121,30 @@ def test_offset_formula_and_smallest_round_trip_wins():
     est.add_sample(2.0, 102.03, 102.03, 2.05)  # rtt 50 ms
     assert est.offset_at_time(3.0) == pytest.approx(100.0)
     assert est.best_sample_at_time(3.0) == ClockSample(1.0, 101.002, 101.002, 1.004)
+
+
+def test_an_aged_fast_probe_gives_way_to_a_fresher_one_with_a_smaller_bound():
+    """The bound grows with a sample's age (1000 ppm: 1 ms a second): a 10 ms probe 14 s old
+    (bound ~19 ms) gives way to a 30 ms probe just taken (bound ~15 ms)."""
+    est = ClockOffsetEstimator(max_samples=32, resolution=0.0)
+    est.add_sample(0.0, 100.005, 100.005, 0.010)
+    est.add_sample(14.0, 114.02, 114.02, 14.030)
+    assert est.best_sample_at_time(13.9).t1 == 0.0  # the 30 ms probe had not come back
+    assert est.best_sample_at_time(14.1).t1 == 14.0
+    assert est.uncertainty_at_time(14.1) == pytest.approx(0.015 + 1e-3 * (0.07 + 1.5 * 0.03))
+
+
+def test_a_fast_probe_keeps_the_mapping_synchronised_through_slow_ones():
+    """One 10 ms probe, then 80 ms ones every 0.5 s (a jittery link): with 32 kept the
+    mapping stays synchronised 15 s on the first; with 8 kept it is lost after 4 s."""
+    for kept, still_synced in ((32, True), (8, False)):
+        est = ClockOffsetEstimator(max_samples=kept)
+        est.add_sample(0.0, 100.005, 100.005, 0.010)
+        t = 0.0
+        while t < 15.0:
+            t += 0.5
+            est.add_sample(t, 100.0 + t + 0.04, 100.0 + t + 0.04, t + 0.080)
+        assert est.synchronized_at_time(t + 0.08) is still_synced, kept
 
 
 def test_keeps_only_the_last_samples():
