@@ -113,7 +113,8 @@ class Agent:
         """A datagram from the car: telemetry (duties, gyro, a simulated observation)."""
         update = self.adapter.receive_datagram(data, port, now)
         if update is not None:
-            self.node.car_status(now, update.duty, update.gyro_z, update.gyro_angle)
+            self.node.car_status(now, update.duty, update.gyro_z, update.gyro_angle,
+                                 sampled_at=update.sampled_at)
             if update.batch is not None:
                 self.node.observations(update.batch, now)
         self._after_input(now)

@@ -1,8 +1,9 @@
 """Between the controller session and the core: telemetry in, decisions out (sans-IO).
 
 - Each new telemetry object becomes a :class:`CarUpdate`: the duties the car
-  applies, its gyro rate, and, in simulation, the synthetic observation as an
-  :class:`~agents.observations.ObservationBatch` stamped through the car clock.
+  applies, its gyro rate, when the car sampled them (its uptime through the car
+  clock: a Wi-Fi link's delay is not the car's), and, in simulation, the synthetic
+  observation as an :class:`~agents.observations.ObservationBatch` stamped the same way.
 - Each wheel decision goes to the session under one explicit policy: while
   the car cannot be armed the session is handed neutral; when it can be armed
   and the agent wants motion, the agent performs the gesture itself — neutral,
@@ -33,6 +34,7 @@ class CarUpdate:
     gyro_z: float | None
     batch: ObservationBatch | None
     gyro_angle: GyroAngle | None = None
+    sampled_at: float | None = None  # local time the car sampled it (None: unsynchronised)
 
 
 def to_batch(
@@ -82,7 +84,14 @@ class CarAdapter:
             return None
         self._seen = t
         angle = None if t.gyro_angle is None else GyroAngle(t.boot, t.uptime_ms, t.gyro_angle)
-        return CarUpdate(now, t, t.duty, t.gyro_z, self._observation(t, now), angle)
+        return CarUpdate(now, t, t.duty, t.gyro_z, self._observation(t, now), angle,
+                         self._sampled_at(t, now))
+
+    def _sampled_at(self, t: Telemetry, now: float) -> float | None:
+        """When the car took this telemetry, on the local clock (no later than ``now``);
+        None while the car clock is unsynchronised."""
+        mapped = self.session.car_to_local(t.uptime_ms / 1000.0, now)
+        return None if mapped is None else min(mapped, now)
 
     def _observation(self, t: Telemetry, now: float) -> ObservationBatch | None:
         if t.sim is None or "obs_ms" not in t.sim:

@@ -132,12 +132,13 @@ class AgentCore:
 
     def on_car_status(
         self, now: float, duty_left: float, duty_right: float, gyro_z: float | None,
-        angle: GyroAngle | None = None,
+        angle: GyroAngle | None = None, *, sampled_at: float | None = None,
     ) -> None:
-        """The duties the car applies now, its gyro rate and integrated angle: the
-        localizer's inputs (the rate less the gyro's bias, learnt while the car stands
-        still)."""
-        self.odometry.car_status(now, duty_left, duty_right, gyro_z, angle)
+        """The duties the car applies, its gyro rate and integrated angle, sampled by the
+        car at ``sampled_at`` (None: at ``now``): the localizer's inputs (the rate less the
+        gyro's bias, learnt while the car stands still)."""
+        self.odometry.car_status(now, duty_left, duty_right, gyro_z, angle,
+                                 sampled_at=sampled_at)
 
     def on_observations(self, batch: ObservationBatch, now: float) -> None:
         """A sensor frame: wall tags localize, the target becomes a detection."""

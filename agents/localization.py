@@ -283,6 +283,36 @@ class PoseEKF:
         assert self._held is not None
         self._advance(t, self._held)
 
+    def sample_time(self, t: float) -> float:
+        """The time :meth:`sample_at` would place a sample taken at ``t``."""
+        end = self._t
+        earliest = max(self._t_last_update, self._history[0].t0 if self._history else end)
+        if self._held is not None:
+            earliest = max(earliest, self._held.sampled_at)
+        return min(max(t, earliest), end)
+
+    def sample_at(
+        self, t: float, duty_left: float, duty_right: float, gyro_z: float | None, *,
+        gyro_error: float | None = None, interval: tuple[float, float] | None = None,
+    ) -> float:
+        """New inputs the car sampled at time ``t``: held from then on, the prediction since
+        ``t`` integrated again under them (telemetry arrives a link's delay after the car
+        took it). ``t`` is moved up to the last update, the previous sample or the oldest
+        history kept, whichever is latest, and down to the filter time; returns the time
+        used. Otherwise as :meth:`predict_to` with ``new_sample``."""
+        require(math.isfinite(t), "t must be finite")
+        require(
+            math.isfinite(duty_left) and math.isfinite(duty_right), "duties must be finite"
+        )
+        require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
+        end, t = self._t, self.sample_time(t)
+        if t < end:
+            self._rewind(t)  # the segments after t are integrated again under the new inputs
+        self._new_sample(duty_left, duty_right, gyro_z, gyro_error, interval)
+        assert self._held is not None
+        self._advance(end, self._held)
+        return t
+
     def _new_sample(self, duty_left: float, duty_right: float, gyro_z: float | None,
                     gyro_error: float | None = None,
                     interval: tuple[float, float] | None = None) -> None:

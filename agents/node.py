@@ -149,11 +149,12 @@ class SwarmNode:
 
     def car_status(
         self, now: float, duty: tuple[float, float], gyro_z: float | None,
-        angle: GyroAngle | None = None,
+        angle: GyroAngle | None = None, *, sampled_at: float | None = None,
     ) -> None:
+        """The car's telemetry: ``sampled_at``, when it took it (None: unsynchronised)."""
         self.log("car", t=now, duty=duty, gyro=gyro_z,
-                 angle=None if angle is None else list(angle))
-        self.core.on_car_status(now, duty[0], duty[1], gyro_z, angle)
+                 angle=None if angle is None else list(angle), at=sampled_at)
+        self.core.on_car_status(now, duty[0], duty[1], gyro_z, angle, sampled_at=sampled_at)
 
     def observations(
         self, batch: ObservationBatch, now: float, stages: dict[str, float] | None = None
@@ -269,7 +270,8 @@ def replay_inputs(
         elif event == "car":
             angle = line.get("angle")  # absent from logs before 2026-12-05
             core.on_car_status(t, line["duty"][0], line["duty"][1], line["gyro"],
-                               None if angle is None else GyroAngle(*angle))
+                               None if angle is None else GyroAngle(*angle),
+                               sampled_at=line.get("at"))  # absent from older logs
         elif event == "obs":
             core.on_observations(batch_from_fields(line), t)
         elif event == "tick":

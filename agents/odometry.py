@@ -53,18 +53,19 @@ class Odometry:
         # angle, and its timing variance (None: the rate samples are all there is).
         self.interval: tuple[float, float] | None = None
         self._angle: tuple[float, GyroAngle] | None = None  # (agent time, the last angle)
-        self._sampled = False  # car_status brought inputs the localizer has not yet taken
+        self._sampled = False  # car_status brought inputs the dead reckoning has not taken
         # The last pose, dead-reckoned from the duties and gyro once the localizer lost it.
         self.reckoned: tuple[float, float, float] | None = None
 
     def car_status(
         self, now: float, duty_left: float, duty_right: float, gyro_z: float | None,
-        angle: GyroAngle | None = None,
+        angle: GyroAngle | None = None, *, sampled_at: float | None = None,
     ) -> None:
-        """The duties the car applies now, its gyro rate and integrated angle: the
-        localizer's inputs (the rate less the gyro's bias, learnt while the car stands
-        still)."""
+        """The duties the car applies, its gyro rate and integrated angle, sampled by the
+        car at ``sampled_at`` (None: ``now``): the localizer's inputs from then on (the
+        rate less the gyro's bias, learnt while the car stands still)."""
         self.advance(now)
+        at = now if sampled_at is None else self.localizer.sample_time(sampled_at)
         self.duty = (float(duty_left), float(duty_right))
         previous = self.gyro
         self.gyro = self.gyro_bias.correct(now, self.duty[0], self.duty[1], gyro_z)
@@ -74,18 +75,21 @@ class Odometry:
         self.interval = None
         if angle is not None and self.gyro is not None:
             if self._angle is not None and previous is not None:
-                self.interval = self._mean_rate(now, angle, previous)
-            self._angle = (now, angle)
+                self.interval = self._mean_rate(at, angle, previous)
+            self._angle = (at, angle)
         else:
             self._angle = None
+        self.localizer.sample_at(at, self.duty[0], self.duty[1], self.gyro,
+                                 gyro_error=self.gyro_error, interval=self.interval)
         self._sampled = True
 
     def _mean_rate(self, now: float, angle: GyroAngle,
                    previous: float) -> tuple[float, float] | None:
         """The mean corrected rate over the car's span since the last angle, and the variance
         its attribution to the agent's span adds: (rate x the spans' difference)², the
-        difference being how much the two telemetries' delays differed, plus the uptime's
-        millisecond rounding. None across a reboot or a span over MAX_ANGLE_SPAN."""
+        difference being what the clock mapping (or, unsynchronised, the two telemetries'
+        delays) got wrong, plus the uptime's millisecond rounding. ``now``: when this angle
+        was sampled. None across a reboot or a span over MAX_ANGLE_SPAN."""
         assert self._angle is not None and self.gyro is not None
         then, last = self._angle
         span = (angle.uptime_ms - last.uptime_ms) / 1000.0
@@ -109,7 +113,7 @@ class Odometry:
             sampled, self._sampled = self._sampled, False
             interval = self.interval if sampled else None
             self.localizer.predict_to(t, self.duty[0], self.duty[1], self.gyro,
-                                      self.gyro_error, new_sample=sampled, interval=interval)
+                                      self.gyro_error)  # sampled: car_status gave it them
             pose = self.localizer.pose
             if pose is not None:
                 self.backfill.clear()

@@ -345,6 +345,46 @@ def test_a_reading_the_car_repeats_is_still_a_new_sample() -> None:
     assert held > 50 * added
 
 
+def test_a_sample_taken_before_it_arrived_holds_from_when_it_was_taken() -> None:
+    """Telemetry arrives a link's delay after the car took it: ``sample_at`` integrates
+    the time since then again under the new inputs, as if they had come on time."""
+    params = LocalizerParams(max_step=0.01)
+    late, on_time = (PoseEKF(TAGS, params=params, t0=0.0) for _ in range(2))
+    for ekf in (late, on_time):
+        ekf.set_pose(1.0, 1.0, 0.2, np.diag([1e-3, 1e-3, 1e-4]))
+        ekf.predict_to(0.8, 0.2, 0.2, gyro_z=0.0)
+        assert ekf.sample_at(0.8, 0.2, 0.2, gyro_z=0.1) == 0.8
+    late.predict_to(0.93, 0.2, 0.2, gyro_z=0.1)  # arrives 30 ms after the car took it
+    assert late.sample_at(0.9, 0.9, 0.5, gyro_z=1.5) == 0.9
+    on_time.predict_to(0.9, 0.2, 0.2, gyro_z=0.1)
+    on_time.predict_to(0.93, 0.9, 0.5, gyro_z=1.5, new_sample=True)
+    assert late.t == on_time.t == 0.93
+    assert late.held == on_time.held and late.held is not None and late.held.sampled_at == 0.9
+    assert np.allclose(est_of(late), est_of(on_time), rtol=0, atol=1e-12)
+    assert np.allclose(cov_of(late), cov_of(on_time), rtol=0, atol=1e-15)
+    assert late.rate_psd == pytest.approx(on_time.rate_psd, rel=1e-12)
+
+
+def test_a_late_sample_is_not_placed_before_what_it_cannot_undo() -> None:
+    """Not before the last update (applied under the old inputs), the previous sample or
+    the history kept, and not after the filter time."""
+    rng = np.random.default_rng(3)
+    pose = np.array([2.5, 3.0, math.pi / 2])
+    ekf = PoseEKF(TAGS, params=LocalizerParams(camera_forward=CAMERA_FORWARD), t0=0.0)
+    put(ekf, pose, np.diag([0.01, 0.01, 0.003]))
+    ekf.predict_to(0.2, 0.0, 0.0, gyro_z=0.0)
+    assert ekf.update_batch(ObservationBatch(0.2, True, sight_tags(pose, rng))).applied
+    ekf.predict_to(0.3, 0.0, 0.0, gyro_z=0.0)
+    assert ekf.sample_at(0.1, 0.0, 0.0, gyro_z=0.2) == 0.2  # the update's time
+    assert ekf.sample_at(0.15, 0.0, 0.0, gyro_z=0.3) == 0.2  # the previous sample's
+    assert ekf.sample_at(0.5, 0.0, 0.0, gyro_z=0.4) == 0.3  # the filter time
+    assert ekf.t == 0.3
+    for k in range(4, 51):
+        ekf.predict_to(k / 10, 0.0, 0.0, gyro_z=0.4)
+    kept = 5.0 - ekf.params.max_lag  # the segments ending by then are gone
+    assert ekf.sample_at(1.0, 0.0, 0.0, gyro_z=0.5) == pytest.approx(kept, abs=1e-9)
+
+
 # --------------------------------------------------------------------------- time
 
 

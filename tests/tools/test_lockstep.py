@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -245,3 +246,27 @@ def test_a_car_link_whose_round_trip_exceeds_the_clock_limit_never_arms() -> Non
                 assert (session.state.value == "driving") is drives, (latency, name)
         finally:
             ls.close()
+
+
+def test_telemetry_reaches_the_localizer_stamped_when_the_car_took_it() -> None:
+    """Over a car link of 15 ms each way, each telemetry is placed at the car's uptime
+    through the car clock, 15 ms before it arrived (within the clock's error and the
+    uptime's millisecond); before the clock converges, at its arrival (None)."""
+    ls = Lockstep(load_arena(shipped_arena("two_cars")), seed=1, car_latency=0.015)
+    seen: list[tuple[float, float | None]] = []
+    try:
+        for member in ls.agents.values():
+            node = member.agent.node
+            original = node.car_status
+
+            def spy(now: float, *args: Any, original: Any = original, **kw: Any) -> None:
+                seen.append((now, kw["sampled_at"]))
+                original(now, *args, **kw)
+
+            node.car_status = spy  # type: ignore[method-assign]
+        ls.run(3.0)
+    finally:
+        ls.close()
+    stamped = [now - at for now, at in seen if at is not None]
+    assert seen[0][1] is None and len(stamped) > 40, (len(seen), len(stamped))
+    assert all(0.013 <= lag <= 0.017 for lag in stamped), (min(stamped), max(stamped))
