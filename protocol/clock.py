@@ -175,6 +175,11 @@ class ClockOffsetEstimator:
         """The sample the estimate at ``now`` rests on (the smallest bound then), if any."""
         return self._best(now)
 
+    def fastest_round_trip_at_time(self, now: float) -> float | None:
+        """The shortest round trip among the kept samples arrived by ``now`` (what a link
+        gives at best; the estimate may rest on a fresher one), or None."""
+        return min((s.round_trip for s in self._samples if s.t4 <= now), default=None)
+
     def offset_at_time(self, now: float) -> float:
         """Remote minus local at ``now``; :class:`NoClockSample` if there is none yet."""
         best = self._best(now)

@@ -208,8 +208,7 @@ class AgentRuntime:
         self._clock_view = (s.clock.offset_at_time(now), now + 0.5) if synced else None
         view = (s.state.value, synced, None if t is None else t.id, "" if t is None else t.reason)
         self.health.car(now, view, self._boot)
-        best = s.clock.best_sample_at_time(now)
-        self.health.car_clock(None if best is None else best.round_trip,
+        self.health.car_clock(s.clock.fastest_round_trip_at_time(now),
                               s.clock.round_trip_limit())
 
     def car_to_local(self, uptime_s: float) -> float | None:

@@ -131,6 +131,8 @@ def test_an_aged_fast_probe_gives_way_to_a_fresher_one_with_a_smaller_bound():
     est.add_sample(14.0, 114.02, 114.02, 14.030)
     assert est.best_sample_at_time(13.9).t1 == 0.0  # the 30 ms probe had not come back
     assert est.best_sample_at_time(14.1).t1 == 14.0
+    assert est.fastest_round_trip_at_time(14.1) == pytest.approx(0.010)
+    assert est.fastest_round_trip_at_time(-1.0) is None
     assert est.uncertainty_at_time(14.1) == pytest.approx(0.015 + 1e-3 * (0.07 + 1.5 * 0.03))
 
 

@@ -94,14 +94,14 @@ def _probe(tool: CarTool, args: argparse.Namespace) -> int:
     tool.pump(lambda now: s.sent["probe"] - sent0 >= target, target * 0.5 + args.timeout)
     tool.pump(lambda now: False, 0.3)  # the last replies
     now = time.monotonic()
-    best = s.clock.best_sample_at_time(now)
-    if best is None:
+    fastest = s.clock.fastest_round_trip_at_time(now)
+    if fastest is None:
         _say(f"no usable probe replies from {tool.address} (sent {s.sent['probe'] - sent0})")
         return EXIT_FAILED
     _say(
         f"clock probes to {tool.address}:{PROBE_PORT}: sent {s.sent['probe'] - sent0}, "
         f"rejected {s.clock.rejects.total}\n"
-        f"  best round trip {best.round_trip * 1000:.2f} ms\n"
+        f"  best round trip {fastest * 1000:.2f} ms\n"
         f"  car uptime = local + {s.clock.offset_at_time(now):.6f} s "
         f"(± {s.clock.uncertainty_at_time(now) * 1000:.2f} ms)\n"
         f"  synchronised: {'yes' if s.synchronized_at_time(now) else 'NO'} "
