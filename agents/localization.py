@@ -48,9 +48,10 @@ apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
 time-aware entry point. The geometry (motion step, range-bearing model, the
 pose from tags alone) is :mod:`agents.pose_geometry`.
 
-Why one module of ~600 lines: it is one filter. Its rewind-and-replay of held
+Why one module of ~590 lines: it is one filter. Its rewind-and-replay of held
 inputs (and of ramped gyro rates), its gates, its rules for losing the pose and
 its local frame while turning act on one state, and read best side by side; the
+record of held inputs (:mod:`agents.pose_history`), the
 motion model (with how a sample is ramped), the settings and the result types
 (:class:`UpdateResult`, :class:`BatchResult`, in :mod:`agents.localization_results`,
 named from here too) live beside it.
@@ -60,7 +61,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -83,6 +84,7 @@ from agents.pose_geometry import (
     solve_pose_from_tags,
     wrap_angle,
 )
+from agents.pose_history import InputHistory, Segment
 from agents.pose_motion import HeldInputs, integrate, ramped
 from protocol.errors import RejectCounters
 
@@ -104,17 +106,6 @@ TURN_FRAME_EXPIRED = "turn_frame_expired"
 
 
 # --------------------------------------------------------------------------- filter
-
-
-@dataclass
-class _Segment:
-    """One interval of held inputs and the state at its start (None: no pose then)."""
-
-    t0: float
-    t1: float
-    inputs: HeldInputs
-    x0: FloatArray | None
-    P0: FloatArray | None
 
 
 class PoseEKF:
@@ -146,7 +137,7 @@ class PoseEKF:
         self._P: FloatArray | None = None
         self._t_last_update = -math.inf
         self._consecutive_rejections = 0
-        self._history: list[_Segment] = []
+        self._history = InputHistory()
         self._held: HeldInputs | None = None
         self._rate_psd: float | None = None
         self._local = False  # _x, _P: dead reckoning from the first sighting without a pose
@@ -286,7 +277,8 @@ class PoseEKF:
     def sample_time(self, t: float) -> float:
         """The time :meth:`sample_at` would place a sample taken at ``t``."""
         end = self._t
-        earliest = max(self._t_last_update, self._history[0].t0 if self._history else end)
+        start = self._history.start
+        earliest = max(self._t_last_update, end if start is None else start)
         if self._held is not None:
             earliest = max(earliest, self._held.sampled_at)
         return min(max(t, earliest), end)
@@ -334,9 +326,8 @@ class PoseEKF:
               interval: tuple[float, float] | None) -> None:
         """Integrate again, since ``old`` was sampled (back to the last update or the oldest
         history kept at most), with its rate ramped to the new one (:func:`ramped`)."""
-        start = max(old.sampled_at, self._t_last_update)
-        if self._history:
-            start = max(start, self._history[0].t0)
+        kept = self._history.start
+        start = max(old.sampled_at, self._t_last_update, -math.inf if kept is None else kept)
         if self._x is None or start >= self._t:
             return
         inputs = ramped(old, rate, slope, self._t, psd=self.rate_psd, interval=interval,
@@ -346,7 +337,7 @@ class PoseEKF:
     def _advance(self, t1: float, u: HeldInputs) -> None:
         if t1 <= self._t:
             return
-        seg = _Segment(
+        seg = Segment(
             self._t,
             t1,
             u,
@@ -357,16 +348,8 @@ class PoseEKF:
             self._x, self._P = self._integrate(self._x, self._P, self._t, t1 - self._t, u)
         self._t = t1
         self._history.append(seg)
-        self._trim()
+        self._history.trim(max(self._t - self.params.max_lag, self._t_last_update))
         self._check_loss()
-
-    def _trim(self) -> None:
-        keep_from = max(self._t - self.params.max_lag, self._t_last_update)
-        k = 0
-        while k < len(self._history) and self._history[k].t1 <= keep_from:
-            k += 1
-        if k:
-            del self._history[:k]
 
     # ---------------------------------------------------------------- updates
 
@@ -484,27 +467,17 @@ class PoseEKF:
 
     # ---------------------------------------------------------------- time-aware entry
 
-    def _rewind(self, t: float) -> list[_Segment]:
+    def _rewind(self, t: float) -> list[Segment]:
         """Move the filter back to time ``t`` inside the history; return the segments to replay."""
-        k = next(i for i, seg in enumerate(self._history) if seg.t0 <= t < seg.t1)
-        seg = self._history[k]
+        seg, rest = self._history.cut(t)
         if seg.x0 is not None and seg.P0 is not None:
             self._x, self._P = self._integrate(seg.x0, seg.P0, seg.t0, t - seg.t0, seg.inputs)
         else:
             self._x, self._P = None, None
-        rest = [
-            _Segment(t, seg.t1, seg.inputs, None, None),
-            *self._history[k + 1 :],
-        ]
-        if t > seg.t0:
-            seg.t1 = t
-            del self._history[k + 1 :]
-        else:
-            del self._history[k:]
         self._t = t
         return rest
 
-    def _replay(self, segments: list[_Segment]) -> None:
+    def _replay(self, segments: list[Segment]) -> None:
         for seg in segments:
             self._advance(seg.t1, seg.inputs)
 
@@ -520,7 +493,8 @@ class PoseEKF:
         t = min(t_capture, self._t)
         if self._x is not None:
             t = max(t, self._t_last_update)
-        if t < self._t and (not self._history or t < self._history[0].t0):
+        start = self._history.start
+        if t < self._t and (start is None or t < start):
             return None, TOO_OLD
         return t, OK
 
@@ -598,12 +572,10 @@ class PoseEKF:
             return None
         if t >= self._t:
             return self._x.copy(), self._P.copy()
-        for seg in self._history:
-            if seg.t0 <= t < seg.t1:
-                if seg.x0 is None or seg.P0 is None:
-                    return None
-                return self._integrate(seg.x0, seg.P0, seg.t0, t - seg.t0, seg.inputs)
-        return None
+        seg = self._history.containing(t)
+        if seg is None or seg.x0 is None or seg.P0 is None:
+            return None
+        return self._integrate(seg.x0, seg.P0, seg.t0, t - seg.t0, seg.inputs)
 
     def detection_from_sighting(self, sighting: TagSighting, t: float) -> Detection | None:
         """The sighted target in world coordinates, captured at ``t``; None without a pose then.

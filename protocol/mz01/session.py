@@ -46,7 +46,9 @@ CLOCK_SAMPLES = 32
 round trips jitter, one that came back fast keeps the mapping synchronised while its bound,
 growing 1 ms a second (1000 ppm), is within 25 ms. With the last 8 (4 s), 5-45 ms of jitter
 each way (lockstep, waypoints, 12 seeds) refused 49 frames a run as unsynchronised (mean,
-two robots, the start included); with 32, 25."""
+two robots, the start included); with 32, 25. Measured once, with a scratch harness that
+added the jitter to lockstep's car link (lockstep has no jitter option yet); the mechanism
+is what tests/protocol/test_clock.py shows."""
 MAX_TELEMETRY_TIMEOUT = 0.35
 MAX_DECISION_LEASE = 0.3
 DRIVE_HZ_RANGE = (20.0, 50.0)

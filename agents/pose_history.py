@@ -1,0 +1,71 @@
+"""The localizer's record of the inputs it held: the intervals back to the oldest time a
+late observation or a late telemetry may still reach, each with the state at its start,
+so the filter can rewind to a time inside them and replay what followed
+(:class:`~agents.localization.PoseEKF`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from agents.pose_motion import HeldInputs
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass
+class Segment:
+    """One interval of held inputs and the state at its start (None: no pose then)."""
+
+    t0: float
+    t1: float
+    inputs: HeldInputs
+    x0: FloatArray | None
+    P0: FloatArray | None
+
+
+class InputHistory:
+    """Contiguous :class:`Segment` s, oldest first."""
+
+    def __init__(self) -> None:
+        self._segments: list[Segment] = []
+
+    def __iter__(self) -> Iterator[Segment]:
+        return iter(self._segments)
+
+    @property
+    def start(self) -> float | None:
+        """The oldest time kept (None: nothing kept)."""
+        return self._segments[0].t0 if self._segments else None
+
+    def append(self, segment: Segment) -> None:
+        self._segments.append(segment)
+
+    def trim(self, keep_from: float) -> None:
+        """Drop the intervals that end by ``keep_from``."""
+        k = 0
+        while k < len(self._segments) and self._segments[k].t1 <= keep_from:
+            k += 1
+        if k:
+            del self._segments[:k]
+
+    def containing(self, t: float) -> Segment | None:
+        """The interval holding time ``t`` (None: ``t`` is not kept)."""
+        return next((s for s in self._segments if s.t0 <= t < s.t1), None)
+
+    def cut(self, t: float) -> tuple[Segment, list[Segment]]:
+        """Cut at ``t`` (kept): the interval holding it, whose state at ``t0`` the filter
+        integrates to ``t``, and the inputs from ``t`` on to replay (without states); only
+        what lies before ``t`` stays kept."""
+        k = next(i for i, s in enumerate(self._segments) if s.t0 <= t < s.t1)
+        seg = self._segments[k]
+        rest = [Segment(t, seg.t1, seg.inputs, None, None), *self._segments[k + 1 :]]
+        if t > seg.t0:
+            del self._segments[k + 1 :]
+            seg.t1 = t
+        else:
+            del self._segments[k:]
+        return seg, rest
