@@ -85,7 +85,7 @@ from agents.pose_geometry import (
     wrap_angle,
 )
 from agents.pose_history import InputHistory, Segment
-from agents.pose_motion import HeldInputs, integrate, ramped
+from agents.pose_motion import HeldInputs, integrate, ramped, split
 from protocol.errors import RejectCounters
 
 FloatArray = npt.NDArray[np.float64]
@@ -517,6 +517,7 @@ class PoseEKF:
             return BatchResult(False, reason)
         changes_state = batch.pose_fix is not None or bool(batch.tags)
         replay = self._rewind(t) if changes_state and t < self._t else []
+        replay = [replace(seg, inputs=split(seg.inputs, t)) for seg in replay]
         had_pose = self.has_pose
         initialized = False
         tag_results: list[tuple[int, UpdateResult]] = []

@@ -38,7 +38,8 @@ also says how far it turned between two samples: the interval's mean rate. The r
 then lifted to integrate to it, and the interval's end carries no wander term, only the
 timing of the two angles (when they were taken on the car's clock against when they
 arrived); an update inside the interval leaves only the part after it to integrate
-again, and that part keeps the wander term.
+again, and that part keeps the wander term, whether the update came before the sample
+that closed the interval or after it (:func:`split`).
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class HeldInputs:
     rate_psd: float = 0.0
     gyro_error: float | None = None  # the rate's error σ (None: LocalizerParams.gyro_error)
     angle_var: float = 0.0  # rad² over [sampled_at, next_sample]: the car's angle's timing
+    lifted_psd: float = 0.0  # the wander density a lift to the car's angle dropped (split)
 
     def sample(self) -> tuple[float, float, float | None, float | None]:
         return self.duty_left, self.duty_right, self.gyro_z, self.gyro_error
@@ -120,7 +122,18 @@ def ramped(old: HeldInputs, rate: float, slope: float, now: float, *, psd: float
     assert old.gyro_z is not None
     lift = interval[0] - 0.5 * (old.gyro_z + rate)
     return replace(old, gyro_z=old.gyro_z + lift, gyro_slope=slope, next_sample=now,
-                   rate_psd=psd if partial else 0.0, angle_var=interval[1])
+                   rate_psd=psd if partial else 0.0, angle_var=interval[1],
+                   lifted_psd=0.0 if partial else psd)
+
+
+def split(u: HeldInputs, t: float) -> HeldInputs:
+    """``u`` on the part after an update at ``t``: a lift to the car's angle that claimed its
+    whole interval keeps the wander term there when ``t`` falls inside the interval (as
+    :func:`ramped` with ``partial``: the update, not the interval's start, is where that
+    part begins, and the car's angle does not say where the heading is in between)."""
+    if u.lifted_psd > 0.0 and u.next_sample is not None and u.sampled_at < t < u.next_sample:
+        return replace(u, rate_psd=u.lifted_psd, lifted_psd=0.0)
+    return u
 
 
 def integrate(
@@ -149,4 +162,4 @@ def integrate(
     return x, 0.5 * (P + P.T)
 
 
-__all__ = ["HeldInputs", "integrate", "ramped", "rates", "wander_var"]
+__all__ = ["HeldInputs", "integrate", "ramped", "rates", "split", "wander_var"]

@@ -196,6 +196,46 @@ def test_a_mean_rate_from_the_cars_angle_lifts_the_ramp() -> None:
     assert at[1][2, 2] - before[1][2, 2] == pytest.approx(rate_error + timing, rel=1e-9)
 
 
+def _lifted_with_an_update_inside(update_first: bool) -> tuple[float, float]:
+    """Samples at 0, 0.1 and 0.2 s, the last with the interval's mean rate (a lift), and a
+    tag update at 0.15 s, before or after the sample that closes the interval. Returns the
+    heading variance the part [0.15, 0.2] adds, and the filter's learnt wander density."""
+    rng = np.random.default_rng(9)
+    pose = np.array([2.5, 3.0, math.pi / 2])
+    ekf = PoseEKF(TAGS, params=LocalizerParams(camera_forward=CAMERA_FORWARD, max_step=0.001),
+                  t0=0.0)
+    put(ekf, pose, np.diag([0.01, 0.01, 0.003]))
+    ekf.predict_to(0.1, 0.0, 0.0, gyro_z=0.3)
+    ekf.predict_to(0.2, 0.0, 0.0, gyro_z=0.5, new_sample=True)  # sampled at 0.1 s
+
+    def update() -> None:
+        result = ekf.update_batch(ObservationBatch(0.15, True, sight_tags(pose, rng)))
+        assert result.tag_results and all(r.accepted for _, r in result.tag_results)
+
+    if update_first:
+        update()
+    ekf.sample_at(0.2, 0.0, 0.0, 2.5, interval=(0.9, 4e-6))
+    if not update_first:
+        update()
+    at_update, at_end = ekf.pose_at(0.15), ekf.pose_at(0.2)
+    assert at_update is not None and at_end is not None
+    return float(at_end[1][2, 2] - at_update[1][2, 2]), ekf.rate_psd
+
+
+def test_an_update_inside_a_lifted_interval_leaves_the_wander_after_it() -> None:
+    """A lift to the car's angle drops the wander term only where the angle says where the
+    heading is: an update inside the interval, whether it came before the sample that
+    closed it (a telemetry's own observation) or after (a late camera frame), leaves the
+    part after it with the wander term, the same heading variance either way."""
+    after_sample, psd = _lifted_with_an_update_inside(update_first=False)
+    before_sample, _ = _lifted_with_an_update_inside(update_first=True)
+    assert psd > 0.0
+    assert after_sample == pytest.approx(before_sample, rel=1e-9)
+    p = LocalizerParams()
+    lift_only = 2.0 * p.error_correlation_time * p.gyro_error**2 * 0.05 + 4e-6 / 2
+    assert after_sample > lift_only + 0.5 * psd * 0.1**2 * 0.05 / 12  # the bridge's share
+
+
 def test_an_update_between_samples_is_kept() -> None:
     """The ramp reaches back to the last update at most: what a tag did stays applied."""
     rng = np.random.default_rng(5)
