@@ -270,3 +270,29 @@ def test_telemetry_reaches_the_localizer_stamped_when_the_car_took_it() -> None:
     stamped = [now - at for now, at in seen if at is not None]
     assert seen[0][1] is None and len(stamped) > 40, (len(seen), len(stamped))
     assert all(0.013 <= lag <= 0.017 for lag in stamped), (min(stamped), max(stamped))
+
+
+def test_a_scenarios_car_link_delays_every_car_datagram(tmp_path: Path) -> None:
+    """``car_link = "delay=10ms"`` adds 10 ms to the 2 ms car latency, both ways: each
+    telemetry arrives 12 ms after the car took it (the car clock then says so, within its
+    error and the uptime's millisecond), and the run is the same again with the same seed."""
+    body = ('arena = "two_cars"\nduration = 4.0\nseed = 3\ncar_link = "delay=10ms"\n')
+    scenario = parse_scenario(body, "link.toml", Path("."))
+    run_scenario(scenario, tmp_path / "a")
+    run_scenario(scenario, tmp_path / "b")
+    assert hashes(tmp_path / "a") == hashes(tmp_path / "b")
+    lags = [e["t"] - e["at"] for e in events(tmp_path / "a", "walnut", "car")
+            if e["at"] is not None]
+    assert len(lags) > 20 and all(0.010 <= lag <= 0.014 for lag in lags), (
+        len(lags), min(lags), max(lags))
+
+
+def test_a_real_run_refuses_a_car_link(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    scenario = tmp_path / "link.toml"
+    scenario.write_text('arena = "two_cars"\nduration = 4.0\ncar_link = "delay=10ms"\n')
+    parser = argparse.ArgumentParser()
+    run_cmd.add_arguments(parser)
+    assert run_cmd.main(parser.parse_args([str(scenario), "--run-dir",
+                                           str(tmp_path / "run")])) == 2
+    assert "car_link can only be applied in --lockstep" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

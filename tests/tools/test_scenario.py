@@ -107,6 +107,14 @@ def test_a_suite_refuses_scenes_its_targets_cannot_measure() -> None:
     assert "cannot read" in suite_error(scene("x", "missing.toml", "fault_free"))
 
 
+def test_a_car_link_spec_as_text_or_table() -> None:
+    assert parse("").car_link is None
+    text = parse('car_link = "delay=20ms jitter=15ms drop=0.01"\n').car_link
+    table = parse('car_link = {delay = 0.02, jitter = "15ms", drop = 0.01}\n').car_link
+    assert text == table and text is not None
+    assert (text.delay, text.jitter, text.drop) == (0.02, 0.015, 0.01)
+
+
 def test_fusion_names_match_the_agent() -> None:
     assert set(FUSIONS) == {*(r.value for r in FusionRule), FUSION_NONE}
 
@@ -154,6 +162,9 @@ def test_defaults_and_per_agent_settings() -> None:
         ('[[agents]]\nname = "walnut"\n[agents.set]\n"grid.nonsense" = 1\n', "[[agents]]",
          "grid.nonsense"),
         ('[[agents]]\nname = "walnut"\nfusion = "average"\n', "fusion", "not one of"),
+        ('car_link = "delay=20"\n', "car_link", "needs a unit"),
+        ('car_link = "partition=walnut|hazel"\n', "car_link", "no partition"),
+        ('car_link = 3\n', "car_link", "must be a table"),
     ],
 )
 def test_errors_name_the_line(body: str, needle: str, words: str) -> None:

@@ -134,6 +134,9 @@ def run_lockstep(scenario: Scenario, run_dir: Path, progress: Progress) -> list[
 
 
 def _real_mode_problem(scenario: Scenario) -> str | None:
+    if scenario.car_link is not None:
+        return (f"{scenario.source}: car_link can only be applied in --lockstep (a real run's "
+                "car links are the network's own)")
     for a in scenario.agents:
         if a.sets:
             keys = ", ".join(k for k, _ in a.sets)

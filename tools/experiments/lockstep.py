@@ -34,7 +34,7 @@ from typing import Any
 from agents.agent import Agent
 from agents.config import AgentConfig
 from agents.core import AgentCore
-from agents.faults import ByzantineSpec, LinkFaults
+from agents.faults import ByzantineSpec, LinkFaults, LinkModel
 from agents.node import SwarmNode
 from agents.transport import Direction
 from protocol.eventqueue import EventQueue
@@ -118,6 +118,7 @@ class Lockstep:
     names: Sequence[str] | None = None  # the cars that get an agent (default: all)
     limit: int = 1200
     oracle_looks: bool = False  # every agent's looks go straight to every other agent
+    car_link: LinkFaults | None = None  # faults on every car's link, both ways, over car_latency
     agents: dict[str, LockstepAgent] = field(init=False, default_factory=dict)
     t: float = field(init=False)
     world: World = field(init=False)
@@ -126,6 +127,9 @@ class Lockstep:
         self.t = self.t0
         self.world = World(self.arena, seed=self.seed, t0=self.t0)
         self._queue: EventQueue[tuple[str, Any, bytes, Any, int]] = EventQueue()
+        link_seed = random.Random(f"stigmesh-lockstep-car-link/{self.seed}").randrange(2**31)
+        self._car_link = (None if self.car_link is None or self.car_link == LinkFaults()
+                          else LinkModel(self.car_link, link_seed))
         self._swarm_id = swarm_id_from_name(self.swarm)
         self._world_log = (
             RunLog(log_path(self.run_dir, "world"), "world", lambda: self.t)
@@ -255,6 +259,15 @@ class Lockstep:
     def _push(self, at: float, target: str, who: Any, *, data: bytes, src: Any, port: int) -> None:
         self._queue.push(at, (target, who, data, src, port))
 
+    def _push_car_link(self, target: str, who: Any, *, data: bytes, src: Any, port: int) -> None:
+        """A datagram on a car's link: ``car_latency`` later, through ``car_link``'s faults
+        (lost, delayed, duplicated or corrupted as that spec says) when there are any."""
+        copies = ([(0.0, data)] if self._car_link is None
+                  else self._car_link.route(data, src, getattr(who, "name", who), self.t))
+        for delay, copy in copies:
+            self._push(self.t + self.car_latency + delay, target, who, data=copy, src=src,
+                       port=port)
+
     def _world_output(self, step: Step) -> None:
         for send in step.sends:
             name = self._by_control.get(send.dst)
@@ -262,8 +275,8 @@ class Lockstep:
             if agent is not None:
                 car = self.world.cars[send.car]
                 src = (car.spec.address, send.port)
-                self._push(self.t + self.car_latency, TO_CONTROLLER, agent, data=send.data,
-                           src=src, port=send.port)
+                self._push_car_link(TO_CONTROLLER, agent, data=send.data, src=src,
+                                    port=send.port)
         if self._world_log is not None:
             for ev in step.events:
                 self._world_log.log(ev.event, t=ev.t, **ev.fields)
@@ -273,8 +286,8 @@ class Lockstep:
         car = self.world.cars[agent.car_id]
         for out in agent.agent.service(self.t):
             if out.car:
-                self._push(self.t + self.car_latency, TO_CAR, car.id, data=out.data,
-                           src=agent.control_addr, port=out.port)
+                self._push_car_link(TO_CAR, car.id, data=out.data, src=agent.control_addr,
+                                    port=out.port)
             else:
                 self._fan_out(agent, out.data, out.to)
         if self.oracle_looks:
@@ -393,7 +406,7 @@ def run_scenario(
     ls = Lockstep(
         scenario.arena, scenario.seed, run_dir, swarm=f"scenario-{scenario.name}",
         config=scenario.agent_config, names=scenario.names,
-        oracle_looks=scenario.oracle_looks,
+        oracle_looks=scenario.oracle_looks, car_link=scenario.car_link,
     )  # fmt: skip
     applied: list[dict[str, Any]] = []
     try:

@@ -110,6 +110,7 @@ class Scenario:
     arena_file: str = ""  # the arena's own file (``arena.source`` may be a run's copy)
     car_model_sets: tuple[tuple[str, bool | float], ...] = ()  # over the file's [car_model]
     oracle_looks: bool = False  # lockstep only: see with_oracle_looks()
+    car_link: LinkFaults | None = None  # lockstep only: faults on every car's link, both ways
 
     @property
     def names(self) -> tuple[str, ...]:

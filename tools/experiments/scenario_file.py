@@ -40,7 +40,7 @@ from tools.experiments.scenario import (
 from worlds.arena import ARENA_DIR, Arena, ArenaError, load_arena
 
 TOP_KEYS = ("name", "arena", "duration", "seed", "fusion", "use_reputation", "agents", "schedule",
-            "target")
+            "target", "car_link")
 TARGET_KEYS = ("hide_in", "hide_seed")
 AGENT_KEYS = ("name", "fusion", "use_reputation", "set")
 ACTIONS = ("faults", "byzantine", "clear", "kill", "restart", "world", "partition")
@@ -153,20 +153,28 @@ def _partition(r: Table, agents: Sequence[str]) -> tuple[tuple[str, ...], ...]:
     return spec.partition
 
 
-def _faults(r: Table, agents: Sequence[str]) -> LinkFaults:
-    value = r.raw("faults")
+def _car_link(top: Table) -> LinkFaults:
+    """``car_link = "delay=20ms jitter=15ms"`` (or a table): every car's link, both ways."""
+    spec = _faults(top, None, key="car_link")
+    if spec.partition:
+        raise top.fail("car_link", "a car's link has two ends: no partition there")
+    return spec
+
+
+def _faults(r: Table, agents: Sequence[str] | None, key: str = "faults") -> LinkFaults:
+    value = r.raw(key)
     try:
         if isinstance(value, str):
             spec = parse_faults(value)
         elif isinstance(value, dict):
             spec = LinkFaults.from_mapping(value)
         else:
-            raise r.fail("faults", 'must be a table {drop = 0.5, delay = "50ms"} or a string')
+            raise r.fail(key, 'must be a table {drop = 0.5, delay = "50ms"} or a string')
     except FaultSpecError as exc:
-        raise r.fail("faults", str(exc)) from None
-    missing = _names_in(spec.partition, agents)
+        raise r.fail(key, str(exc)) from None
+    missing = None if agents is None else _names_in(spec.partition, agents)
     if missing is not None:
-        raise r.fail("faults", f"partition: {missing!r} is not an agent of this scenario")
+        raise r.fail(key, f"partition: {missing!r} is not an agent of this scenario")
     return spec
 
 
@@ -306,7 +314,7 @@ def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None 
     schedule = tuple(_action(entry, duration, names, arena) for entry in top.tables("schedule"))
     hide = _hide(top.table("target"), arena)
     scenario = Scenario(name, source, text, arena, ref, duration, seed, agents, schedule, hide,
-                        str(path))
+                        str(path), car_link=_car_link(top) if top.has("car_link") else None)
     _check_config(scenario)
     timeline(scenario)
     if hide is not None:
