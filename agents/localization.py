@@ -517,7 +517,8 @@ class PoseEKF:
             return BatchResult(False, reason)
         changes_state = batch.pose_fix is not None or bool(batch.tags)
         replay = self._rewind(t) if changes_state and t < self._t else []
-        replay = [replace(seg, inputs=split(seg.inputs, t)) for seg in replay]
+        replay = [seg if (u := split(seg.inputs, t)) is seg.inputs else replace(seg, inputs=u)
+                  for seg in replay]
         had_pose = self.has_pose
         initialized = False
         tag_results: list[tuple[int, UpdateResult]] = []

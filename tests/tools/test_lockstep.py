@@ -285,6 +285,16 @@ def test_a_scenarios_car_link_delays_every_car_datagram(tmp_path: Path) -> None:
             if e["at"] is not None]
     assert len(lags) > 20 and all(0.010 <= lag <= 0.014 for lag in lags), (
         len(lags), min(lags), max(lags))
+    assert not events(tmp_path / "a", "world", "car_link_fault")  # a delay is no fault
+
+
+def test_a_car_links_losses_are_in_the_world_log(tmp_path: Path) -> None:
+    body = 'arena = "two_cars"\nduration = 2.0\nseed = 3\ncar_link = "drop=0.3"\n'
+    run_scenario(parse_scenario(body, "lossy.toml", Path(".")), tmp_path)
+    lost = events(tmp_path, "world", "car_link_fault")
+    assert lost and {e["kind"] for e in lost} == {"drop"}
+    sent = len(events(tmp_path, "walnut", "car")) + len(events(tmp_path, "hazel", "car"))
+    assert 0.15 < len(lost) / (len(lost) + sent) < 0.6  # both ways: commands lost too
 
 
 def test_a_real_run_refuses_a_car_link(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -262,11 +262,16 @@ class Lockstep:
     def _push_car_link(self, target: str, who: Any, *, data: bytes, src: Any, port: int) -> None:
         """A datagram on a car's link: ``car_latency`` later, through ``car_link``'s faults
         (lost, delayed, duplicated or corrupted as that spec says) when there are any."""
-        copies = ([(0.0, data)] if self._car_link is None
-                  else self._car_link.route(data, src, getattr(who, "name", who), self.t))
-        for delay, copy in copies:
+        if self._car_link is None:
+            self._push(self.t + self.car_latency, target, who, data=data, src=src, port=port)
+            return
+        for delay, copy in self._car_link.route(data, src, getattr(who, "name", who), self.t):
             self._push(self.t + self.car_latency + delay, target, who, data=copy, src=src,
                        port=port)
+        if self._world_log is not None:
+            for ev in self._car_link.take_events():
+                record = ev.as_record()
+                self._world_log.log("car_link_fault", **record)
 
     def _world_output(self, step: Step) -> None:
         for send in step.sends:
