@@ -293,8 +293,8 @@ def test_a_car_links_losses_are_in_the_world_log(tmp_path: Path) -> None:
     run_scenario(parse_scenario(body, "lossy.toml", Path(".")), tmp_path)
     lost = events(tmp_path, "world", "car_link_fault")
     assert lost and {e["kind"] for e in lost} == {"drop"}
-    sent = len(events(tmp_path, "walnut", "car")) + len(events(tmp_path, "hazel", "car"))
-    assert 0.15 < len(lost) / (len(lost) + sent) < 0.6  # both ways: commands lost too
+    arrived = len(events(tmp_path, "walnut", "car")) + len(events(tmp_path, "hazel", "car"))
+    assert 0.15 < len(lost) / (len(lost) + arrived) < 0.6  # both ways: commands lost too
 
 
 def test_a_real_run_refuses_a_car_link(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

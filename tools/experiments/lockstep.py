@@ -127,9 +127,10 @@ class Lockstep:
         self.t = self.t0
         self.world = World(self.arena, seed=self.seed, t0=self.t0)
         self._queue: EventQueue[tuple[str, Any, bytes, Any, int]] = EventQueue()
-        link_seed = random.Random(f"stigmesh-lockstep-car-link/{self.seed}").randrange(2**31)
-        self._car_link = (None if self.car_link is None or self.car_link == LinkFaults()
-                          else LinkModel(self.car_link, link_seed))
+        self._car_link = (
+            None if self.car_link is None or self.car_link == LinkFaults()
+            else LinkModel(self.car_link, random.Random(
+                f"stigmesh-lockstep-car-link/{self.seed}").randrange(2**31)))
         self._swarm_id = swarm_id_from_name(self.swarm)
         self._world_log = (
             RunLog(log_path(self.run_dir, "world"), "world", lambda: self.t)
@@ -259,19 +260,20 @@ class Lockstep:
     def _push(self, at: float, target: str, who: Any, *, data: bytes, src: Any, port: int) -> None:
         self._queue.push(at, (target, who, data, src, port))
 
-    def _push_car_link(self, target: str, who: Any, *, data: bytes, src: Any, port: int) -> None:
-        """A datagram on a car's link: ``car_latency`` later, through ``car_link``'s faults
-        (lost, delayed, duplicated or corrupted as that spec says) when there are any."""
+    def _push_car_link(self, target: str, who: Any, dst: str | int, *, data: bytes, src: Any,
+                       port: int) -> None:
+        """A datagram on a car's link to ``dst`` (an agent's name, a car's id):
+        ``car_latency`` later, through ``car_link``'s faults (lost, delayed, duplicated or
+        corrupted as that spec says) when there are any."""
         if self._car_link is None:
             self._push(self.t + self.car_latency, target, who, data=data, src=src, port=port)
             return
-        for delay, copy in self._car_link.route(data, src, getattr(who, "name", who), self.t):
+        for delay, copy in self._car_link.route(data, src, dst, self.t):
             self._push(self.t + self.car_latency + delay, target, who, data=copy, src=src,
                        port=port)
         if self._world_log is not None:
             for ev in self._car_link.take_events():
-                record = ev.as_record()
-                self._world_log.log("car_link_fault", **record)
+                self._world_log.log("car_link_fault", **ev.as_record())
 
     def _world_output(self, step: Step) -> None:
         for send in step.sends:
@@ -280,7 +282,7 @@ class Lockstep:
             if agent is not None:
                 car = self.world.cars[send.car]
                 src = (car.spec.address, send.port)
-                self._push_car_link(TO_CONTROLLER, agent, data=send.data, src=src,
+                self._push_car_link(TO_CONTROLLER, agent, agent.name, data=send.data, src=src,
                                     port=send.port)
         if self._world_log is not None:
             for ev in step.events:
@@ -291,8 +293,8 @@ class Lockstep:
         car = self.world.cars[agent.car_id]
         for out in agent.agent.service(self.t):
             if out.car:
-                self._push_car_link(TO_CAR, car.id, data=out.data, src=agent.control_addr,
-                                    port=out.port)
+                self._push_car_link(TO_CAR, car.id, car.id, data=out.data,
+                                    src=agent.control_addr, port=out.port)
             else:
                 self._fan_out(agent, out.data, out.to)
         if self.oracle_looks:
