@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -295,6 +296,23 @@ def test_a_car_links_losses_are_in_the_world_log(tmp_path: Path) -> None:
     assert lost and {e["kind"] for e in lost} == {"drop"}
     arrived = len(events(tmp_path, "walnut", "car")) + len(events(tmp_path, "hazel", "car"))
     assert 0.15 < len(lost) / (len(lost) + arrived) < 0.6  # both ways: commands lost too
+
+
+def test_each_direction_of_each_car_link_has_its_own_burst_state(tmp_path: Path) -> None:
+    """SCENARIO.md's claim: a car link's Gilbert–Elliott state is kept per direction of each
+    car. Each of the four links (two cars, both ways) enters and leaves its bad state on its
+    own: its starts and ends alternate, whatever the other links do."""
+    body = ('arena = "two_cars"\nduration = 3.0\nseed = 4\n'
+            'car_link = "burst=0.2,0.3,1.0"\n')
+    run_scenario(parse_scenario(body, "bursty.toml", Path(".")), tmp_path)
+    marks: dict[str, list[str]] = {}
+    for e in events(tmp_path, "world", "car_link_fault"):
+        if e["kind"] in ("burst_start", "burst_end"):
+            marks.setdefault(json.dumps([e["src"], e["dst"]]), []).append(e["kind"])
+    assert len(marks) == 4, sorted(marks)
+    for link, kinds in marks.items():
+        assert kinds[0] == "burst_start", link
+        assert all(a != b for a, b in itertools.pairwise(kinds)), (link, kinds)
 
 
 def test_a_real_run_refuses_a_car_link(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -260,15 +260,16 @@ class Lockstep:
     def _push(self, at: float, target: str, who: Any, *, data: bytes, src: Any, port: int) -> None:
         self._queue.push(at, (target, who, data, src, port))
 
-    def _push_car_link(self, target: str, who: Any, dst: str | int, *, data: bytes, src: Any,
-                       port: int) -> None:
-        """A datagram on a car's link to ``dst`` (an agent's name, a car's id):
-        ``car_latency`` later, through ``car_link``'s faults (lost, delayed, duplicated or
-        corrupted as that spec says) when there are any."""
+    def _push_car_link(self, target: str, who: Any, link: tuple[str | int, str | int], *,
+                       data: bytes, src: Any, port: int) -> None:
+        """A datagram on a car's link, ``link`` its ends (a car's id, an agent's name; from,
+        to): ``car_latency`` later, through ``car_link``'s faults (lost, delayed, duplicated
+        or corrupted as that spec says) when there are any. The faults' state is the
+        link's, one per direction whatever the ports, as a radio's would be."""
         if self._car_link is None:
             self._push(self.t + self.car_latency, target, who, data=data, src=src, port=port)
             return
-        for delay, copy in self._car_link.route(data, src, dst, self.t):
+        for delay, copy in self._car_link.route(data, link[0], link[1], self.t):
             self._push(self.t + self.car_latency + delay, target, who, data=copy, src=src,
                        port=port)
         if self._world_log is not None:
@@ -282,8 +283,8 @@ class Lockstep:
             if agent is not None:
                 car = self.world.cars[send.car]
                 src = (car.spec.address, send.port)
-                self._push_car_link(TO_CONTROLLER, agent, agent.name, data=send.data, src=src,
-                                    port=send.port)
+                self._push_car_link(TO_CONTROLLER, agent, (car.id, agent.name), data=send.data,
+                                    src=src, port=send.port)
         if self._world_log is not None:
             for ev in step.events:
                 self._world_log.log(ev.event, t=ev.t, **ev.fields)
@@ -293,7 +294,7 @@ class Lockstep:
         car = self.world.cars[agent.car_id]
         for out in agent.agent.service(self.t):
             if out.car:
-                self._push_car_link(TO_CAR, car.id, car.id, data=out.data,
+                self._push_car_link(TO_CAR, car.id, (agent.name, car.id), data=out.data,
                                     src=agent.control_addr, port=out.port)
             else:
                 self._fan_out(agent, out.data, out.to)
