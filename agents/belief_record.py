@@ -8,6 +8,7 @@ of the exact belief state (grid, search map and track) that the record carries.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +54,10 @@ def belief_record(
     search map's fields and the track; ``confident``: whether the track is confident at a
     time."""
     pose_cov = localizer.cov
+    residual = localizer.bias_residual  # what the pose filter holds of the bias, if it does
+    bias, bias_std = gyro_bias.bias, gyro_bias.std
+    if residual is not None:
+        bias, bias_std = bias + residual[0], math.sqrt(max(residual[1], 0.0))
     record: dict[str, Any] = {
         "digest": belief_digest(grid, seeker, track),
         "origin": grid.origin,
@@ -62,7 +67,7 @@ def belief_record(
         "pose": localizer.pose,
         "pose_t": localizer.t,
         "pose_cov": None if pose_cov is None else pose_cov.tolist(),
-        "gyro_bias": [gyro_bias.bias, gyro_bias.std, gyro_bias.updates, gyro_bias.noise_std],
+        "gyro_bias": [bias, bias_std, gyro_bias.updates, gyro_bias.noise_std],
         "mean_var": grid.mean_variance(),
         "mass": grid.total_mass(),
         "peers": {

@@ -87,7 +87,9 @@ class AgentCore:
         self.space = c.target_space
         self.track = TrackFilter(c.track, self.space)
         self.reputation = ReputationTable(c.reputation)
-        self.localizer = PoseEKF(c.landmarks, drive=c.drive, params=c.localizer, t0=t0)
+        self.localizer = PoseEKF(
+            c.landmarks, drive=c.drive, params=c.localizer, t0=t0,
+            bias_psd=c.gyro_bias.drift_psd if c.gyro_bias.enabled else 0.0)
         self.gyro_bias = GyroBias(c.gyro_bias)
         self.navigator = Navigator(
             drive=c.drive, params=c.nav, tags=[c.landmarks[k] for k in sorted(c.landmarks)],

@@ -31,6 +31,11 @@ variance every 0.1 s against the world log's truth), the heading's NEES stayed c
 ``stigmesh replay RUN --set gyro_bias.enabled=false`` re-runs a run's agents both ways on
 the same inputs and reports each one's heading error and NEES (tools/replay/metrics/pose.py).
 
+While the robot has a pose, the pose filter holds what is left of the bias as a state
+of its own and learns it from tags too (:mod:`agents.localization`): the estimate here
+then stays, a still sample is handed to the filter (:attr:`GyroBias.still`), and the
+filter's estimate comes back when the pose is lost (:meth:`GyroBias.absorb`).
+
 Sans-IO: :meth:`GyroBias.correct` takes the sample's time and returns the
 corrected rate; the caller feeds every telemetry sample in order.
 """
@@ -100,6 +105,9 @@ class GyroBias:
         self._t: float | None = None
         self._still_since: float | None = None
         self._noise_sum = 0.0  # Σ (innovation² − the estimate's variance) over used samples
+        self.still: tuple[float, float] | None = None
+        """The last sample's (rate less the bias, its noise variance) when the car stood
+        still and the pose filter holds the residual (:meth:`correct`), else None."""
 
     @property
     def std(self) -> float:
@@ -116,25 +124,37 @@ class GyroBias:
             p.noise_prior_samples + self.updates)
         return math.sqrt(max(prior, learnt))
 
-    def residual_std(self, correlation_time: float) -> float | None:
+    def residual_std(self, correlation_time: float, *, held: bool = False) -> float | None:
         """rad/s: the error of a corrected rate as the localizer's rate-error σ correlated
-        over ``correlation_time`` τ (a white-noise density of 2σ²τ): the estimate's own σ,
-        plus each sample's white noise held for one telemetry period T, whose density is
+        over ``correlation_time`` τ (a white-noise density of 2σ²τ): the estimate's own σ
+        (unless ``held``: the pose filter holds what is left of the bias as a state), plus
+        each sample's white noise held for one telemetry period T, whose density is
         ``noise_std²·T``. None when the bias is not learnt (``enabled`` false): the
         localizer keeps its own model."""
         if not self.params.enabled:
             return None
         white = self.noise_std**2 * SAMPLE_PERIOD / (2.0 * correlation_time)
-        return math.sqrt(self.variance + white)
+        return math.sqrt((0.0 if held else self.variance) + white)
+
+    def absorb(self, residual: float, variance: float) -> None:
+        """Take back what the pose filter learnt of the bias while it held it: the estimate
+        moves by ``residual``, and its variance is the filter's."""
+        self.bias += residual
+        self.variance = variance
 
     def correct(self, now: float, duty_left: float, duty_right: float,
-                gyro_z: float | None) -> float | None:
+                gyro_z: float | None,
+                residual: tuple[float, float] | None = None) -> float | None:
         """The sample ``gyro_z`` taken at ``now`` less the bias (None stays None).
 
         The duties are those the car applies at ``now``; a still car's sample first
-        updates the bias, so it is corrected by the estimate it helped make.
+        updates the bias, so it is corrected by the estimate it helped make. With
+        ``residual`` (the pose filter's estimate and variance of what is left of the bias
+        in the corrected rates) the estimate stays as it is, and a still sample that passes
+        the gate is left for the filter in :attr:`still`.
         """
         p = self.params
+        self.still = None
         if self._t is not None and now > self._t:
             self.variance += p.drift_psd * (now - self._t)
         self._t = now if self._t is None else max(self._t, now)
@@ -145,14 +165,18 @@ class GyroBias:
         if gyro_z is None or not p.enabled:
             return gyro_z
         if self._still_since is not None and now - self._still_since >= p.settle_time:
-            innovation = gyro_z - self.bias
-            spread = self.variance + self.noise_std**2
+            mean, variance = (0.0, self.variance) if residual is None else residual
+            innovation = gyro_z - self.bias - mean
+            spread = variance + self.noise_std**2
             if abs(innovation) <= max(p.max_still_rate, STILL_GATE_SIGMAS * math.sqrt(spread)):
-                gain = self.variance / spread
-                self._noise_sum += innovation**2 - self.variance
-                self.bias += gain * innovation
-                self.variance *= 1.0 - gain
+                self._noise_sum += innovation**2 - variance
                 self.updates += 1
+                if residual is not None:
+                    self.still = (gyro_z - self.bias, self.noise_std**2)
+                else:
+                    gain = variance / spread
+                    self.bias += gain * innovation
+                    self.variance *= 1.0 - gain
             else:
                 self.refused += 1
         return gyro_z - self.bias

@@ -1,7 +1,14 @@
 """Planar pose EKF on (x, y, theta): duty model + gyro predict, tag and pose-fix updates.
 
 State: world position (m) and heading (rad, wrapped to (-pi, pi]); heading 0
-faces +x, counter-clockwise positive.
+faces +x, counter-clockwise positive. A fourth element, never reported as the pose, is
+what is left of the gyro's bias in the rates given (rad/s; the rate less the bias
+learnt so far, :mod:`agents.gyro_bias`): a bias error turns the heading by the same amount
+every second, which a rate error correlated over ``error_correlation_time`` does not
+describe past that time, so the filter carries it, learns it from tags (while the car
+moves, through the heading's drift between them) and from still samples
+(:meth:`PoseEKF.sample_at` ``still``), and gives it back when the pose is lost
+(:meth:`PoseEKF.take_lost_bias`). It starts at 0 with ``bias_prior_var`` at each new pose.
 
 **Predict** (:meth:`PoseEKF.predict`, :meth:`PoseEKF.predict_to`): the motion model
 of :mod:`agents.pose_motion` (duties through the drive model, or the gyro's rate; rate
@@ -48,7 +55,7 @@ apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
 time-aware entry point. The geometry (motion step, range-bearing model, the
 pose from tags alone) is :mod:`agents.pose_geometry`.
 
-Why one module of ~590 lines: it is one filter. Its rewind-and-replay of held
+Why one module of ~680 lines: it is one filter. Its rewind-and-replay of held
 inputs (and of ramped gyro rates), its gates, its rules for losing the pose and
 its local frame while turning act on one state, and read best side by side; the
 record of held inputs (:mod:`agents.pose_history`), the
@@ -122,8 +129,10 @@ class PoseEKF:
         drive: DriveModel | None = None,
         params: LocalizerParams | None = None,
         t0: float = 0.0,
+        bias_psd: float = 0.0,
     ) -> None:
         require(math.isfinite(t0), "t0 must be finite")
+        require(math.isfinite(bias_psd) and bias_psd >= 0.0, "bias_psd must be finite and >= 0")
         self.landmarks: dict[int, tuple[float, float]] = {}
         for tag_id, (lx, ly) in landmarks.items():
             require(math.isfinite(lx) and math.isfinite(ly), f"landmark {tag_id} not finite")
@@ -142,6 +151,11 @@ class PoseEKF:
         self._rate_psd: float | None = None
         self._local = False  # _x, _P: dead reckoning from the first sighting without a pose
         self._turn: dict[int, tuple[Offset, TagSighting]] = {}
+        self.bias_psd = bias_psd
+        self.bias_prior_var = 0.0
+        """rad²/s²: the variance of the gyro's residual bias a new pose starts with (the
+        bias learnt so far is the caller's, :mod:`agents.gyro_bias`; 0: none modelled)."""
+        self._lost_bias: tuple[float, float] | None = None
 
     # ---------------------------------------------------------------- state
 
@@ -174,8 +188,21 @@ class PoseEKF:
 
     @property
     def cov(self) -> FloatArray | None:
-        """A copy of the 3x3 covariance, or None while there is no pose."""
-        return None if self._P is None or self._local else self._P.copy()
+        """A copy of the pose's 3x3 covariance, or None while there is no pose."""
+        return None if self._P is None or self._local else self._P[:3, :3].copy()
+
+    @property
+    def bias_residual(self) -> tuple[float, float] | None:
+        """(estimate, variance) of what is left of the gyro's bias in the rates given
+        (rad/s, rad²/s²), while there is a pose (None otherwise)."""
+        if self._x is None or self._P is None or self._local:
+            return None
+        return float(self._x[3]), float(self._P[3, 3])
+
+    def take_lost_bias(self) -> tuple[float, float] | None:
+        """:attr:`bias_residual` as it was when the pose was last lost, once (None after)."""
+        lost, self._lost_bias = self._lost_bias, None
+        return lost
 
     def set_pose(self, x: float, y: float, theta: float, cov: npt.ArrayLike) -> None:
         """Impose a known pose at the filter's time (tests, a surveyed start)."""
@@ -183,7 +210,10 @@ class PoseEKF:
         self._set(np.array([fix.x, fix.y, wrap_angle(fix.theta)]), np.array(fix.cov))
 
     def _set(self, x: FloatArray, P: FloatArray) -> None:
-        self._x, self._P = x, P
+        """A new pose ``x``, ``P`` (3); the residual bias 0 with ``bias_prior_var``."""
+        x4, P4 = np.zeros(4), np.zeros((4, 4))
+        x4[:3], P4[:3, :3], P4[3, 3] = x, P, self.bias_prior_var
+        self._x, self._P = x4, P4
         self._local = False
         self._turn.clear()
         self.lost_reason = OK
@@ -200,6 +230,9 @@ class PoseEKF:
 
     def _forget(self) -> None:
         """No state, now or in the history (a rewind must not bring it back)."""
+        residual = self.bias_residual
+        if residual is not None:
+            self._lost_bias = residual
         self._x, self._P = None, None
         self._local = False
         self._turn.clear()
@@ -229,7 +262,8 @@ class PoseEKF:
     def _integrate(self, x: FloatArray, P: FloatArray, t0: float, dt: float,
                    u: HeldInputs) -> tuple[FloatArray, FloatArray]:
         """The state and covariance at ``t0 + dt`` from those at ``t0`` under inputs ``u``."""
-        return integrate(x, P, t0, dt, u, params=self.params, drive=self.drive)
+        return integrate(x, P, t0, dt, u, params=self.params, drive=self.drive,
+                         bias_psd=self.bias_psd)
 
     def predict(
         self, dt: float, duty_left: float, duty_right: float, gyro_z: float | None = None
@@ -286,28 +320,42 @@ class PoseEKF:
     def sample_at(
         self, t: float, duty_left: float, duty_right: float, gyro_z: float | None, *,
         gyro_error: float | None = None, interval: tuple[float, float] | None = None,
+        still: tuple[float, float] | None = None,
     ) -> float:
         """New inputs the car sampled at time ``t``: held from then on, the prediction since
         ``t`` integrated again under them (telemetry arrives a link's delay after the car
         took it). ``t`` is moved up to the last update, the previous sample or the oldest
         history kept, whichever is latest, and down to the filter time; returns the time
-        used. Otherwise as :meth:`predict_to` with ``new_sample``."""
+        used. Otherwise as :meth:`predict_to` with ``new_sample``.
+
+        ``still``: the car stood still, so the sample is its residual bias plus noise: that
+        rate and the noise's variance, an update of the residual bias at ``t`` (kept, and
+        applied again after any rewind to before it; not a limit on later rewinds as tags
+        are)."""
         require(math.isfinite(t), "t must be finite")
         require(
             math.isfinite(duty_left) and math.isfinite(duty_right), "duties must be finite"
         )
         require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
+        require(still is None or (math.isfinite(still[0]) and math.isfinite(still[1])
+                                  and still[1] > 0.0),
+                "still must be a finite rate and a variance > 0, or None")
         end, t = self._t, self.sample_time(t)
         if t < end:
             self._rewind(t)  # the segments after t are integrated again under the new inputs
-        self._new_sample(duty_left, duty_right, gyro_z, gyro_error, interval)
+        self._new_sample(duty_left, duty_right, gyro_z, gyro_error, interval,
+                         still=still is not None)
+        if still is not None:
+            self._history.add_still(t, *still)
+            self._still_update(*still)
         assert self._held is not None
         self._advance(end, self._held)
         return t
 
     def _new_sample(self, duty_left: float, duty_right: float, gyro_z: float | None,
                     gyro_error: float | None = None,
-                    interval: tuple[float, float] | None = None) -> None:
+                    interval: tuple[float, float] | None = None, *,
+                    still: bool = False) -> None:
         old, now = self._held, self._t
         if old is not None and old.gyro_z is not None and gyro_z is not None:
             span = now - old.sampled_at
@@ -317,13 +365,13 @@ class PoseEKF:
                 weight = 1.0 - math.exp(-span / self.params.rate_change_window)
                 psd = self._rate_psd
                 self._rate_psd = seen if psd is None else psd + weight * (seen - psd)
-                self._ramp(old, gyro_z, slope, interval)
+                self._ramp(old, gyro_z, slope, interval, still=still and old.still)
         psd = 0.0 if self._rate_psd is None else self._rate_psd
         self._held = HeldInputs(duty_left, duty_right, gyro_z, now, rate_psd=psd,
-                             gyro_error=gyro_error)
+                             gyro_error=gyro_error, still=still)
 
     def _ramp(self, old: HeldInputs, rate: float, slope: float,
-              interval: tuple[float, float] | None) -> None:
+              interval: tuple[float, float] | None, *, still: bool = False) -> None:
         """Integrate again, since ``old`` was sampled (back to the last update or the oldest
         history kept at most), with its rate ramped to the new one (:func:`ramped`)."""
         kept = self._history.start
@@ -331,7 +379,7 @@ class PoseEKF:
         if self._x is None or start >= self._t:
             return
         inputs = ramped(old, rate, slope, self._t, psd=self.rate_psd, interval=interval,
-                        partial=start > old.sampled_at)
+                        partial=start > old.sampled_at, still=still)
         self._replay([replace(seg, inputs=inputs) for seg in self._rewind(start)])
 
     def _advance(self, t1: float, u: HeldInputs) -> None:
@@ -397,7 +445,10 @@ class PoseEKF:
         )
 
     def _kalman(self, nu: FloatArray, H: FloatArray, R: FloatArray, gate: float) -> UpdateResult:
+        """An update of the pose (``H``: 3 columns; the residual bias moves by its covariance
+        with the pose)."""
         assert self._x is not None and self._P is not None
+        H = np.hstack([H, np.zeros((H.shape[0], 1))])
         P = self._P
         S = H @ P @ H.T + R
         try:
@@ -411,7 +462,7 @@ class PoseEKF:
         K = np.linalg.solve(S, H @ P).T  # P Hᵀ S⁻¹, S symmetric
         x = self._x + K @ nu
         x[2] = wrap_angle(float(x[2]))
-        IKH = np.eye(3) - K @ H
+        IKH = np.eye(4) - K @ H
         P = IKH @ P @ IKH.T + K @ R @ K.T  # Joseph form
         self._x, self._P = x, 0.5 * (P + P.T)
         self._t_last_update = self._t
@@ -436,10 +487,10 @@ class PoseEKF:
         """Add mapped sightings to the local frame (started here if there is none) and solve
         for the pose from the latest sighting of each tag; True when that sets the pose."""
         if self._x is None or self._P is None:
-            self._x, self._P, self._local = np.zeros(3), np.zeros((3, 3)), True
+            self._x, self._P, self._local = np.zeros(4), np.zeros((4, 4)), True
             self._turn.clear()
             self._t_last_update = self._t  # nothing rewinds to before the frame began
-        here = Offset(self._x.copy(), self._P.copy())
+        here = Offset(self._x[:3].copy(), self._P[:3, :3].copy())
         for s in sightings:
             self._turn[s.tag_id] = (here, s)
         if len(self._turn) < 2:
@@ -456,8 +507,8 @@ class PoseEKF:
         if not (sol.ok and sol.pose is not None and sol.cov is not None):
             self.counters.count(f"init_turning_{sol.reason}")
             return False
-        x, J_origin, J_here = compose(sol.pose, self._x)
-        P = J_origin @ sol.cov @ J_origin.T + J_here @ self._P @ J_here.T
+        x, J_origin, J_here = compose(sol.pose, self._x[:3])
+        P = J_origin @ sol.cov @ J_origin.T + J_here @ self._P[:3, :3] @ J_here.T
         P = 0.5 * (P + P.T)
         if float(P[0, 0] + P[1, 1]) > self.params.init_max_position_trace:
             self.counters.count(f"init_turning_{TOO_UNCERTAIN}")
@@ -478,8 +529,31 @@ class PoseEKF:
         return rest
 
     def _replay(self, segments: list[Segment]) -> None:
+        """Integrate ``segments`` from the filter's time, with the still samples kept after
+        it applied again at their times (each at the start of its segment)."""
+        done = self._t
         for seg in segments:
+            for z, r in self._history.stills(done, seg.t0):
+                self._still_update(z, r)
+            done = max(done, seg.t0)
             self._advance(seg.t1, seg.inputs)
+        for z, r in self._history.stills(done, self._t):
+            self._still_update(z, r)
+
+    def _still_update(self, z: float, r: float) -> None:
+        """A still car's gyro sample ``z``: the residual bias plus noise of variance ``r``
+        (Joseph form; gated by the caller, which knows the gyro)."""
+        if self._x is None or self._P is None or self._local:
+            return
+        P = self._P
+        s = float(P[3, 3]) + r
+        K = P[:, 3] / s
+        x = self._x + K * (z - float(self._x[3]))
+        x[2] = wrap_angle(float(x[2]))
+        IKH = np.eye(4)
+        IKH[:, 3] -= K
+        P = IKH @ P @ IKH.T + r * np.outer(K, K)
+        self._x, self._P = x, 0.5 * (P + P.T)
 
     def _admit(self, t_capture: float, synchronized: bool) -> tuple[float | None, str]:
         """The time to apply an observation at, or None and the reason it is refused."""
@@ -573,11 +647,12 @@ class PoseEKF:
         ):
             return None
         if t >= self._t:
-            return self._x.copy(), self._P.copy()
+            return self._x[:3].copy(), self._P[:3, :3].copy()
         seg = self._history.containing(t)
         if seg is None or seg.x0 is None or seg.P0 is None:
             return None
-        return self._integrate(seg.x0, seg.P0, seg.t0, t - seg.t0, seg.inputs)
+        x, P = self._integrate(seg.x0, seg.P0, seg.t0, t - seg.t0, seg.inputs)
+        return x[:3], P[:3, :3]
 
     def detection_from_sighting(self, sighting: TagSighting, t: float) -> Detection | None:
         """The sighted target in world coordinates, captured at ``t``; None without a pose then.

@@ -46,6 +46,8 @@ class Odometry:
         self.localizer = localizer
         self.gyro_bias = gyro_bias
         self.backfill = backfill
+        if gyro_bias.params.enabled:  # a pose set before the first telemetry starts with it
+            localizer.bias_prior_var = gyro_bias.variance
         self.duty = (0.0, 0.0)
         self.gyro: float | None = None
         self.gyro_error: float | None = None  # the corrected rate's error σ (None: default)
@@ -68,10 +70,19 @@ class Odometry:
         at = now if sampled_at is None else self.localizer.sample_time(sampled_at)
         self.duty = (float(duty_left), float(duty_right))
         previous = self.gyro
-        self.gyro = self.gyro_bias.correct(now, self.duty[0], self.duty[1], gyro_z)
+        lost = self.localizer.take_lost_bias()
+        if lost is not None:
+            self.gyro_bias.absorb(*lost)
+        # While there is a pose the filter holds what is left of the bias as a state.
+        residual = self.localizer.bias_residual if self.gyro_bias.params.enabled else None
+        self.gyro = self.gyro_bias.correct(now, self.duty[0], self.duty[1], gyro_z, residual)
         self.gyro_error = (
             None if self.gyro is None
-            else self.gyro_bias.residual_std(self.config.localizer.error_correlation_time))
+            else self.gyro_bias.residual_std(self.config.localizer.error_correlation_time,
+                                             held=residual is not None))
+        self.localizer.bias_prior_var = (
+            self.gyro_bias.variance if self.gyro is not None and self.gyro_bias.params.enabled
+            else 0.0)
         self.interval = None
         if angle is not None and self.gyro is not None:
             if self._angle is not None and previous is not None:
@@ -80,7 +91,8 @@ class Odometry:
         else:
             self._angle = None
         self.localizer.sample_at(at, self.duty[0], self.duty[1], self.gyro,
-                                 gyro_error=self.gyro_error, interval=self.interval)
+                                 gyro_error=self.gyro_error, interval=self.interval,
+                                 still=self.gyro_bias.still)
         self._sampled = True
 
     def _mean_rate(self, now: float, angle: GyroAngle,

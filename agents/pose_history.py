@@ -1,7 +1,8 @@
 """The localizer's record of the inputs it held: the intervals back to the oldest time a
 late observation or a late telemetry may still reach, each with the state at its start,
 so the filter can rewind to a time inside them and replay what followed
-(:class:`~agents.localization.PoseEKF`)."""
+(:class:`~agents.localization.PoseEKF`); and the still samples (updates of the gyro's
+residual bias) within them, which a replay applies again."""
 
 from __future__ import annotations
 
@@ -32,6 +33,15 @@ class InputHistory:
 
     def __init__(self) -> None:
         self._segments: list[Segment] = []
+        self._stills: list[tuple[float, float, float]] = []  # (t, rate, variance), in order
+
+    def add_still(self, t: float, rate: float, variance: float) -> None:
+        """A still sample applied at ``t`` (not before the last one kept)."""
+        self._stills.append((t, rate, variance))
+
+    def stills(self, after: float, until: float) -> list[tuple[float, float]]:
+        """(rate, variance) of the still samples kept at times in (``after``, ``until``]."""
+        return [(z, r) for t, z, r in self._stills if after < t <= until]
 
     def __iter__(self) -> Iterator[Segment]:
         return iter(self._segments)
@@ -51,6 +61,13 @@ class InputHistory:
             k += 1
         if k:
             del self._segments[:k]
+        # A rewind goes to the oldest start at most, whose state holds what came by then.
+        start = self.start
+        j = 0
+        while j < len(self._stills) and (start is None or self._stills[j][0] <= start):
+            j += 1
+        if j:
+            del self._stills[:j]
 
     def containing(self, t: float) -> Segment | None:
         """The interval holding time ``t`` (None: ``t`` is not kept)."""

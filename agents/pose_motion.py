@@ -40,6 +40,11 @@ timing of the two angles (when they were taken on the car's clock against when t
 arrived); an update inside the interval leaves only the part after it to integrate
 again, and that part keeps the wander term, whether the update came before the sample
 that closed the interval or after it (:func:`split`).
+
+A car that stands still (zero duty for the gyro bias's ``settle_time``, and a gyro that
+reads no more than its bias and noise, :mod:`agents.gyro_bias`) does not turn: its samples
+are then the bias's, which the pose filter learns from them (its state's fourth
+element), and the heading is held, not moved by their noise.
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ class HeldInputs:
     gyro_error: float | None = None  # the rate's error σ (None: LocalizerParams.gyro_error)
     angle_var: float = 0.0  # rad² over [sampled_at, next_sample]: the car's angle's timing
     lifted_psd: float = 0.0  # the wander density a lift to the car's angle dropped (split)
+    still: bool = False  # the car stands still (a still sample, and the next one if still)
 
     def sample(self) -> tuple[float, float, float | None, float | None]:
         return self.duty_left, self.duty_right, self.gyro_z, self.gyro_error
@@ -88,6 +94,8 @@ def rates(params: LocalizerParams, drive: DriveModel,
     p = params
     v, omega_wheels = drive.body_velocity(u.duty_left, u.duty_right)
     sigma_v = p.speed_error_frac * abs(v) + p.speed_error_floor
+    if u.still:  # its gyro samples are the bias's, and what it learns from them
+        return v, 0.0, sigma_v, 0.0
     if u.gyro_z is not None:
         return v, u.gyro_z, sigma_v, p.gyro_error if u.gyro_error is None else u.gyro_error
     return v, omega_wheels, sigma_v, p.yaw_error_frac * abs(omega_wheels) + p.yaw_error_floor
@@ -99,6 +107,8 @@ def wander_var(u: HeldInputs, t: float, h: float) -> float:
     a ramp lifted to the car's integrated angle adds that angle's timing variance
     ``angle_var``, spread evenly too.
     """
+    if u.still:
+        return 0.0
     if u.next_sample is None:
         if u.rate_psd <= 0.0:
             return 0.0
@@ -110,20 +120,22 @@ def wander_var(u: HeldInputs, t: float, h: float) -> float:
 
 
 def ramped(old: HeldInputs, rate: float, slope: float, now: float, *, psd: float,
-           interval: tuple[float, float] | None, partial: bool) -> HeldInputs:
+           interval: tuple[float, float] | None, partial: bool,
+           still: bool = False) -> HeldInputs:
     """``old``'s sample ramped at ``slope`` to the next one, ``rate``, taken at ``now``.
     With ``interval`` (the interval's mean rate from the car's angle, and that angle's
     timing variance) the ramp is lifted to integrate to that mean, and keeps the wander
     term (density ``psd``) only when ``partial``: when an update inside the interval left
     only its later part to integrate again, where the wander is an error; at the ends of
-    the whole interval it is none."""
+    the whole interval it is none. ``still``: the car stood still from one sample to the
+    next (it did not turn between)."""
     if interval is None:
-        return replace(old, gyro_slope=slope, next_sample=now, rate_psd=psd)
+        return replace(old, gyro_slope=slope, next_sample=now, rate_psd=psd, still=still)
     assert old.gyro_z is not None
     lift = interval[0] - 0.5 * (old.gyro_z + rate)
     return replace(old, gyro_z=old.gyro_z + lift, gyro_slope=slope, next_sample=now,
                    rate_psd=psd if partial else 0.0, angle_var=interval[1],
-                   lifted_psd=0.0 if partial else psd)
+                   lifted_psd=0.0 if partial else psd, still=still)
 
 
 def split(u: HeldInputs, t: float) -> HeldInputs:
@@ -138,27 +150,44 @@ def split(u: HeldInputs, t: float) -> HeldInputs:
 
 def integrate(
     x: FloatArray, P: FloatArray, t0: float, dt: float, u: HeldInputs, *,
-    params: LocalizerParams, drive: DriveModel,
+    params: LocalizerParams, drive: DriveModel, bias_psd: float = 0.0,
 ) -> tuple[FloatArray, FloatArray]:
-    """The state and covariance at ``t0 + dt`` from those at ``t0`` under inputs ``u``."""
+    """The state and covariance at ``t0 + dt`` from those at ``t0`` under inputs ``u``.
+
+    The state is (x, y, theta, b): b is what is left of the gyro's bias in the rate given
+    (the true rate is the gyro's less b), a random walk of density ``bias_psd``; it turns
+    the heading only when there is a gyro rate (the wheels' rate has no such bias)."""
     if dt <= 0.0:
         return x.copy(), P.copy()
     p = params
     v, omega0, sv, so = rates(params, drive, u)
+    gyro = u.gyro_z is not None and not u.still
+    slope = 0.0 if u.still else u.gyro_slope
     steps = max(1, math.ceil(dt / p.max_step - 1e-9))
     h = dt / steps
     two_tau = 2.0 * p.error_correlation_time
+    F4 = np.eye(4)
+    G4 = np.zeros((4, 2))
+    Q = np.zeros((4, 4))
     for k in range(steps):
         t = t0 + k * h
-        omega = omega0 + u.gyro_slope * (t + 0.5 * h - u.sampled_at)
+        omega = omega0 + slope * (t + 0.5 * h - u.sampled_at)
+        if gyro:
+            omega -= float(x[3])
         # Diagonal matrices written out (np.diag of a list costs more than the maths).
         r_v = two_tau * sv * sv / h
         r_w = two_tau * so * so / h + wander_var(u, t, h) / h**2
         rate_cov = np.array([[r_v, 0.0], [0.0, r_w]])
         slip = (p.position_noise_density + two_tau * (p.icr_offset * omega) ** 2) * h
-        x, F, G = motion_step(x, v, omega, h)
-        P = (F @ P @ F.T + G @ rate_cov @ G.T
-             + np.array([[slip, 0.0, 0.0], [0.0, slip, 0.0], [0.0, 0.0, 0.0]]))
+        pose, F, G = motion_step(x, v, omega, h)
+        x = np.append(pose, x[3])
+        F4[:3, :3] = F
+        if gyro:
+            F4[:3, 3] = -G[:, 1]  # a bias b turns the heading by -b per second
+        G4[:3] = G
+        Q[0, 0] = Q[1, 1] = slip
+        Q[3, 3] = bias_psd * h
+        P = F4 @ P @ F4.T + G4 @ rate_cov @ G4.T + Q
     return x, 0.5 * (P + P.T)
 
 
