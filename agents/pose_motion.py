@@ -82,7 +82,7 @@ class HeldInputs:
     gyro_error: float | None = None  # the rate's error σ (None: LocalizerParams.gyro_error)
     angle_var: float = 0.0  # rad² over [sampled_at, next_sample]: the car's angle's timing
     lifted_psd: float = 0.0  # the wander density a lift to the car's angle dropped (split)
-    still: bool = False  # the car stands still (a still sample, and the next one if still)
+    still: bool = False  # the car stands still: a still sample held, or two still ends ramped
 
     def sample(self) -> tuple[float, float, float | None, float | None]:
         return self.duty_left, self.duty_right, self.gyro_z, self.gyro_error
