@@ -30,6 +30,9 @@ statistics, the plots and the markdown; each experiment is a module (:mod:`.targ
 :mod:`.faults`, :mod:`.modes`, :mod:`.gyro`) with ``section(results)``, registered in
 :data:`.main.EXPERIMENTS`.
 
+:mod:`.compare` (``python -m tools.experiments.evidence.compare OLD NEW``) pairs two
+caches' runs by seed: what a change to the agents moved, per scene and metric.
+
 ``--quick`` runs 2 seeds per scene (4 hiding places) and no real runs, into
 ``runs/evidence-quick/``: a smoke test of the whole pipeline, not the evidence.
 """

@@ -224,6 +224,22 @@ class Cache:
         tmp.replace(path)
 
 
+def cached_results(directory: Path, mode: str = "lockstep") -> dict[str, dict[str, Any]]:
+    """Every result kept under ``directory`` by job key, whatever code made it (two
+    regenerations compared, :mod:`.compare`); a file that cannot be read is skipped."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted((directory / mode).glob("*.pickle")):
+        try:
+            with path.open("rb") as f:
+                entry = pickle.load(f)  # our own files, written by Cache.put()
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            continue
+        result = entry.get("result") if isinstance(entry, dict) else None
+        if isinstance(result, dict) and isinstance(result.get("key"), str):
+            out[result["key"]] = result
+    return out
+
+
 # ---------------------------------------------------------------- many jobs
 
 
