@@ -55,13 +55,14 @@ apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
 time-aware entry point. The geometry (motion step, range-bearing model, the
 pose from tags alone) is :mod:`agents.pose_geometry`.
 
-Why one module of ~680 lines: it is one filter. Its rewind-and-replay of held
-inputs (and of ramped gyro rates), its gates, its rules for losing the pose and
-its local frame while turning act on one state, and read best side by side; the
-record of held inputs (:mod:`agents.pose_history`), the
-motion model (with how a sample is ramped), the settings and the result types
-(:class:`UpdateResult`, :class:`BatchResult`, in :mod:`agents.localization_results`,
-named from here too) live beside it.
+Why one module of ~650 lines (over the project's 600): it is one filter. Its
+rewind-and-replay of held inputs (and of ramped gyro rates and still samples), its gates,
+its rules for losing the pose and its local frame while turning act on one state, and
+read best side by side; what is pure maths lives beside it: the record of held inputs
+(:mod:`agents.pose_history`), the motion model (with how a sample is ramped,
+:mod:`agents.pose_motion`), the measurement updates (:mod:`agents.pose_update`), the
+settings and the result types (:class:`UpdateResult`, :class:`BatchResult`, in
+:mod:`agents.localization_results`, named from here too).
 """
 
 from __future__ import annotations
@@ -93,13 +94,13 @@ from agents.pose_geometry import (
 )
 from agents.pose_history import InputHistory, Segment
 from agents.pose_motion import HeldInputs, integrate, ramped, split
+from agents.pose_update import GATED, bias_update, pose_update
 from protocol.errors import RejectCounters
 
 FloatArray = npt.NDArray[np.float64]
 
 # Reasons (update results, counters, lost_reason), beside the pose solver's.
 NO_POSE = "no_pose"
-GATED = "gated"
 UNKNOWN_TAG = "unknown_tag"
 UNSYNCHRONIZED = "unsynchronized"
 OUT_OF_ORDER = "out_of_order"
@@ -445,28 +446,15 @@ class PoseEKF:
         )
 
     def _kalman(self, nu: FloatArray, H: FloatArray, R: FloatArray, gate: float) -> UpdateResult:
-        """An update of the pose (``H``: 3 columns; the residual bias moves by its covariance
-        with the pose)."""
+        """A gated update of the pose (:func:`~agents.pose_update.pose_update`)."""
         assert self._x is not None and self._P is not None
-        H = np.hstack([H, np.zeros((H.shape[0], 1))])
-        P = self._P
-        S = H @ P @ H.T + R
-        try:
-            nis = float(nu @ np.linalg.solve(S, nu))
-        except np.linalg.LinAlgError:
-            self.counters.count(DEGENERATE)
-            return UpdateResult(False, DEGENERATE)
-        if not math.isfinite(nis) or nis > gate:
-            self.counters.count(GATED)
-            return UpdateResult(False, GATED, nis)
-        K = np.linalg.solve(S, H @ P).T  # P Hᵀ S⁻¹, S symmetric
-        x = self._x + K @ nu
-        x[2] = wrap_angle(float(x[2]))
-        IKH = np.eye(4) - K @ H
-        P = IKH @ P @ IKH.T + K @ R @ K.T  # Joseph form
-        self._x, self._P = x, 0.5 * (P + P.T)
+        step = pose_update(self._x, self._P, nu, H, R, gate=gate)
+        if step.x is None or step.P is None:
+            self.counters.count(step.reason)
+            return UpdateResult(False, step.reason, step.nis)
+        self._x, self._P = step.x, step.P
         self._t_last_update = self._t
-        return UpdateResult(True, OK, nis)
+        return UpdateResult(True, OK, step.nis)
 
     def initialize_from_tags(self, sightings: Sequence[TagSighting]) -> PoseSolution:
         """Solve the pose at the filter's time from simultaneous sightings of mapped tags."""
@@ -541,19 +529,9 @@ class PoseEKF:
             self._still_update(z, r)
 
     def _still_update(self, z: float, r: float) -> None:
-        """A still car's gyro sample ``z``: the residual bias plus noise of variance ``r``
-        (Joseph form; gated by the caller, which knows the gyro)."""
-        if self._x is None or self._P is None or self._local:
-            return
-        P = self._P
-        s = float(P[3, 3]) + r
-        K = P[:, 3] / s
-        x = self._x + K * (z - float(self._x[3]))
-        x[2] = wrap_angle(float(x[2]))
-        IKH = np.eye(4)
-        IKH[:, 3] -= K
-        P = IKH @ P @ IKH.T + r * np.outer(K, K)
-        self._x, self._P = x, 0.5 * (P + P.T)
+        """A still sample (:func:`~agents.pose_update.bias_update`), when there is a pose."""
+        if self._x is not None and self._P is not None and not self._local:
+            self._x, self._P = bias_update(self._x, self._P, z, r)
 
     def _admit(self, t_capture: float, synchronized: bool) -> tuple[float | None, str]:
         """The time to apply an observation at, or None and the reason it is refused."""

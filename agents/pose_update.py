@@ -1,0 +1,72 @@
+"""The pose filter's measurement updates, on its state (x, y, theta, b): pure functions of
+the state, the covariance and the measurement (:class:`~agents.localization.PoseEKF`
+decides when and counts the refusals).
+
+- :func:`pose_update`: a measurement of the pose (``H`` with 3 columns: a tag's range and
+  bearing, a pose fix), gated on its NIS; the residual bias b moves by its covariance with
+  the pose.
+- :func:`bias_update`: a still car's gyro sample, b plus noise (a scalar update; gated by
+  :mod:`agents.gyro_bias`, which knows the gyro).
+
+Both in Joseph form, the heading wrapped.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from agents.pose_geometry import DEGENERATE, OK, wrap_angle
+
+FloatArray = npt.NDArray[np.float64]
+
+GATED = "gated"
+
+
+class Step(NamedTuple):
+    """An update's outcome: the new state and covariance (None when refused), the NIS when
+    it was computed, and the reason (``ok``, ``gated``, ``degenerate``)."""
+
+    x: FloatArray | None
+    P: FloatArray | None
+    nis: float | None
+    reason: str
+
+
+def pose_update(x: FloatArray, P: FloatArray, nu: FloatArray, H: FloatArray, R: FloatArray,
+                *, gate: float) -> Step:
+    """Innovation ``nu`` of a measurement ``H`` (3 columns: the pose) with noise ``R``,
+    refused when its NIS exceeds ``gate`` or its covariance is singular."""
+    H = np.hstack([H, np.zeros((H.shape[0], 1))])
+    S = H @ P @ H.T + R
+    try:
+        nis = float(nu @ np.linalg.solve(S, nu))
+    except np.linalg.LinAlgError:
+        return Step(None, None, None, DEGENERATE)
+    if not math.isfinite(nis) or nis > gate:
+        return Step(None, None, nis, GATED)
+    K = np.linalg.solve(S, H @ P).T  # P Hᵀ S⁻¹, S symmetric
+    x = x + K @ nu
+    x[2] = wrap_angle(float(x[2]))
+    IKH = np.eye(4) - K @ H
+    P = IKH @ P @ IKH.T + K @ R @ K.T  # Joseph form
+    return Step(x, 0.5 * (P + P.T), nis, OK)
+
+
+def bias_update(x: FloatArray, P: FloatArray, z: float, r: float) -> tuple[FloatArray,
+                                                                            FloatArray]:
+    """A still car's gyro sample ``z``: the residual bias plus noise of variance ``r``."""
+    s = float(P[3, 3]) + r
+    K = P[:, 3] / s
+    x = x + K * (z - float(x[3]))
+    x[2] = wrap_angle(float(x[2]))
+    IKH = np.eye(4)
+    IKH[:, 3] -= K
+    P = IKH @ P @ IKH.T + r * np.outer(K, K)
+    return x, 0.5 * (P + P.T)
+
+
+__all__ = ["GATED", "Step", "bias_update", "pose_update"]
