@@ -70,6 +70,7 @@ class CarModel:
     gyro_angle: bool = True
     gyro_noise: float = 0.02  # white noise std per sample, rad/s
     gyro_bias: float = 0.01  # std of the constant bias drawn at each boot, rad/s
+    gyro_scale: float = 0.015  # std of the scale error drawn at each boot (MPU-6050: ±3 %)
     # Calibration handed to the agents, not used by the physics: the track width
     # that turns wheel speeds into the yaw rate a skid-steer car really achieves.
     # Measured on this world's cars by tests/worlds/test_sim.py (about 0.48 m).
@@ -247,6 +248,7 @@ def _car_model(t: Table | None) -> CarModel:
         gyro_angle=t.boolean("gyro_angle", d.gyro_angle),
         gyro_noise=t.number("gyro_noise", d.gyro_noise, 0.0, 1.0),
         gyro_bias=t.number("gyro_bias", d.gyro_bias, 0.0, 1.0),
+        gyro_scale=t.number("gyro_scale", d.gyro_scale, 0.0, 0.5),
         effective_track=t.number("effective_track", d.effective_track, 0.05, 5.0),
     )
     t.done()

@@ -33,7 +33,10 @@ GYRO_READ_PERIOD = 1.0 / 150  # s: how often the car's firmware reads its gyro
 
 
 class Gyro:
-    """A yaw-rate gyro: truth plus a constant per-boot bias plus white noise.
+    """A yaw-rate gyro: truth times (1 + a per-boot scale error) plus a constant per-boot
+    bias plus white noise. The scale error is the MPU-6050's sensitivity tolerance (±3 %
+    at 25 °C, its datasheet's "initial calibration tolerance"): a turn of 2π reads
+    2π (1 + scale).
 
     Its angle (telemetry's ``gyro_angle``) is what the car's firmware integrates from
     readings every :data:`GYRO_READ_PERIOD`: the true heading change since the first
@@ -43,28 +46,36 @@ class Gyro:
     the SITL car runs the real integration.
     """
 
-    def __init__(self, noise: float, bias_std: float, rng: np.random.Generator) -> None:
+    def __init__(self, noise: float, bias_std: float, rng: np.random.Generator,
+                 scale_std: float = 0.0) -> None:
         self.noise = noise
         self.rng = rng
         self.bias = float(rng.normal(0.0, bias_std)) if bias_std > 0 else 0.0
+        self.scale = float(rng.normal(0.0, scale_std)) if scale_std > 0 else 0.0
         self._start: tuple[float, float] | None = None  # (true yaw, time) of the first angle
+        self._last_yaw = 0.0
+        self._turned = 0.0  # the true heading change since the first angle, unwrapped
         self._walk = 0.0
         self._walk_t = 0.0
 
     def read(self, true_rate: float) -> float:
         white = float(self.rng.normal(0.0, self.noise)) if self.noise > 0 else 0.0
-        return true_rate + self.bias + white
+        return (1.0 + self.scale) * true_rate + self.bias + white
 
     def angle(self, true_yaw: float, t: float) -> float:
         """The integrated angle at time ``t`` (s), the car's true yaw being ``true_yaw``."""
         if self._start is None:
-            self._start, self._walk_t = (true_yaw, t), t
+            self._start, self._walk_t, self._last_yaw = (true_yaw, t), t, true_yaw
+        # Asked at every telemetry (10 Hz or more): a turn between two asks is under pi.
+        self._turned += wrap_angle(true_yaw - self._last_yaw)
+        self._last_yaw = true_yaw
         if self.noise > 0 and t > self._walk_t:
             var = self.noise * self.noise * GYRO_READ_PERIOD * (t - self._walk_t)
             self._walk += float(self.rng.normal(0.0, math.sqrt(var)))
         self._walk_t = max(self._walk_t, t)
         yaw0, t0 = self._start
-        return wrap_angle(true_yaw - yaw0 + self.bias * (t - t0) + self._walk)
+        turned = true_yaw - yaw0 if self.scale == 0.0 else (1.0 + self.scale) * self._turned
+        return wrap_angle(turned + self.bias * (t - t0) + self._walk)
 
 
 @dataclass(frozen=True)

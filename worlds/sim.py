@@ -317,6 +317,7 @@ class World:
             nonce=car.nonce, token=car.firmware.token, boot_time=car.boot_time,
             drift_ppm=round(car.drift * 1e6, 3),
             gyro_bias=car.gyro.bias if car.gyro is not None else None,
+            gyro_scale=car.gyro.scale if car.gyro is not None else None,
         )  # fmt: skip
 
     # -- the car endpoints -------------------------------------------------------

@@ -59,7 +59,8 @@ class VirtualCar:
         else:
             self.firmware = FirmwareModel(self.id, nonce, token)
             self.next_tick = start
-        self.gyro = Gyro(model.gyro_noise, model.gyro_bias, self.rng) if model.gyro else None
+        self.gyro = (Gyro(model.gyro_noise, model.gyro_bias, self.rng, model.gyro_scale)
+                     if model.gyro else None)
         synthetic = self.world.arena.sensing.mode == "synthetic"
         self.next_obs = start if synthetic else math.inf
         self.sim_obs: dict[str, Any] | None = None

@@ -133,13 +133,14 @@ def test_telemetry_carries_gyro_and_synthetic_observations(world: World):
 
 def _turning_telemetry(world: World) -> list:
     """Telemetry from car 1, still, then turning in place for 1 s, then stopped: [yaw
-    before, the telemetries, yaw after]."""
+    before, the telemetries, the true turn (unwrapped)]."""
     world.deliver(1, PORT_COMMAND, encode_command(Command(1, Kind.HELLO)), SRC, 50.05)
     tels = [parse_telemetry(s.data) for s in world.advance_to(50.3).sends if s.dst == SRC]
     yaw0 = world.scene.cars[1].pose()[2]  # still since the first telemetry
     _arm(world, 1, 50.3)
     fw = world.car(1).firmware
     t, seq = 50.3 + 1 / 30, fw.last_seq
+    yaw, turned = yaw0, 0.0
     while t < 52.5:
         if t < 51.3:
             seq += 1
@@ -150,22 +151,27 @@ def _turning_telemetry(world: World) -> list:
         else:
             step = world.advance_to(t)
         tels += [parse_telemetry(s.data) for s in step.sends if s.dst == SRC]
+        turned += wrap_angle(world.scene.cars[1].pose()[2] - yaw)  # under 0.2 rad a step
+        yaw = world.scene.cars[1].pose()[2]
         t += 1 / 30
-    return [yaw0, tels, world.scene.cars[1].pose()[2]]
+    return [yaw0, tels, turned]
 
 
 def test_telemetry_carries_the_gyros_angle(world: World):
     """Turning more than a radian and stopping: the telemetry's angle changed by the car's
-    true turn plus the gyro's bias times the time, within its random walk (σ ~1e-3 rad)."""
-    yaw0, tels, yaw1 = _turning_telemetry(world)
+    true turn times (1 + the gyro's scale error) plus its bias times the time, within its
+    random walk (σ ~1e-3 rad)."""
+    _, tels, true_turn = _turning_telemetry(world)
     assert len(tels) >= 18 and all(t.gyro_angle is not None for t in tels)
     turned = sum(wrap_angle(b.gyro_angle - a.gyro_angle) for a, b in itertools.pairwise(tels))
-    assert abs(wrap_angle(yaw1 - yaw0)) > 1.0  # the car did turn
+    assert abs(true_turn) > 1.0  # the car did turn
     gyro = world.car(1).gyro
     assert gyro is not None
     span = (tels[-1].uptime_ms - tels[0].uptime_ms) / 1000
     # Still at both ends: the first telemetry at 50.5 s, the last after the car stopped.
-    assert wrap_angle(turned - (yaw1 - yaw0) - gyro.bias * span) == pytest.approx(0.0, abs=0.01)
+    assert gyro.scale != 0.0  # drawn at boot (the arena's default gyro_scale)
+    expected = (1.0 + gyro.scale) * true_turn + gyro.bias * span
+    assert wrap_angle(turned - expected) == pytest.approx(0.0, abs=0.01)
 
 
 def test_a_firmware_without_the_angle_sends_the_rate_alone():
