@@ -56,6 +56,7 @@ def belief_record(
     pose_cov = localizer.cov
     residual = localizer.bias_residual  # what the pose filter holds of the bias, if it does
     bias, bias_std = gyro_bias.bias, gyro_bias.std
+    scale, scale_var = localizer.gyro_scale
     if residual is not None:
         bias, bias_std = bias + residual[0], math.sqrt(max(residual[1], 0.0))
     record: dict[str, Any] = {
@@ -68,6 +69,7 @@ def belief_record(
         "pose_t": localizer.t,
         "pose_cov": None if pose_cov is None else pose_cov.tolist(),
         "gyro_bias": [bias, bias_std, gyro_bias.updates, gyro_bias.noise_std],
+        "gyro_scale": [scale, math.sqrt(max(scale_var, 0.0))],
         "mean_var": grid.mean_variance(),
         "mass": grid.total_mass(),
         "peers": {

@@ -1,14 +1,14 @@
 """Planar pose EKF on (x, y, theta): duty model + gyro predict, tag and pose-fix updates.
 
 State: world position (m) and heading (rad, wrapped to (-pi, pi]); heading 0
-faces +x, counter-clockwise positive. A fourth element, never reported as the pose, is
-what is left of the gyro's bias in the rates given (rad/s; the rate less the bias
-learnt so far, :mod:`agents.gyro_bias`): a bias error turns the heading by the same amount
-every second, which a rate error correlated over ``error_correlation_time`` does not
-describe past that time, so the filter carries it, learns it from tags (while the car
-moves, through the heading's drift between them) and from still samples
-(:meth:`PoseEKF.sample_at` ``still``), and gives it back when the pose is lost
-(:meth:`PoseEKF.take_lost_bias`). It starts at 0 with ``bias_prior_var`` at each new pose.
+faces +x, counter-clockwise positive. Two more elements, never reported as the pose, are
+the gyro's errors (how they turn the heading: :mod:`agents.pose_motion`): what is left of
+its bias in the rates given (the rate less the bias learnt so far, :mod:`agents.gyro_bias`),
+learnt from tags while the car moves and from still samples (:meth:`PoseEKF.sample_at`
+``still``), 0 with ``bias_prior_var`` at each new pose and handed back when the pose is
+lost (:meth:`PoseEKF.take_lost_bias`); and its scale error, learnt from tags while the car
+turns, kept from one pose to the next (:attr:`PoseEKF.gyro_scale`; before any pose, 0
+with ``LocalizerParams.gyro_scale_std``).
 
 **Predict** (:meth:`PoseEKF.predict`, :meth:`PoseEKF.predict_to`): the motion model
 of :mod:`agents.pose_motion` (duties through the drive model, or the gyro's rate; rate
@@ -56,13 +56,12 @@ time-aware entry point. The geometry (motion step, range-bearing model, the
 pose from tags alone) is :mod:`agents.pose_geometry`.
 
 Why one module of ~650 lines (over the project's 600): it is one filter. Its
-rewind-and-replay of held inputs (and of ramped gyro rates and still samples), its gates,
-its rules for losing the pose and its local frame while turning act on one state, and
-read best side by side; what is pure maths lives beside it: the record of held inputs
-(:mod:`agents.pose_history`), the motion model (with how a sample is ramped,
-:mod:`agents.pose_motion`), the measurement updates (:mod:`agents.pose_update`), the
-settings and the result types (:class:`UpdateResult`, :class:`BatchResult`, in
-:mod:`agents.localization_results`, named from here too).
+rewind-and-replay of held inputs (and of ramped gyro rates and still samples), its gates
+and its rules for losing the pose act on one state and read best side by side; what is
+pure lives beside it: the record of held inputs (:mod:`agents.pose_history`), the motion
+model (:mod:`agents.pose_motion`), the measurement updates (:mod:`agents.pose_update`), the
+local frame's solve (:mod:`agents.turn_frame`), the settings and the result types
+(:mod:`agents.localization_results`, named from here too).
 """
 
 from __future__ import annotations
@@ -82,19 +81,18 @@ from agents.observations import Detection, ObservationBatch, PoseFix, TagSightin
 from agents.pose_geometry import (
     DEGENERATE,
     OK,
-    TOO_FEW_TAGS,
     TOO_UNCERTAIN,
     Offset,
     PoseSolution,
-    compose,
     range_bearing,
     sighting_detection,
     solve_pose_from_tags,
     wrap_angle,
 )
 from agents.pose_history import InputHistory, Segment
-from agents.pose_motion import HeldInputs, integrate, ramped, split
+from agents.pose_motion import BIAS, SCALE, STATE_SIZE, HeldInputs, integrate, ramped, split
 from agents.pose_update import GATED, bias_update, pose_update
+from agents.turn_frame import TurnFrame
 from protocol.errors import RejectCounters
 
 FloatArray = npt.NDArray[np.float64]
@@ -151,12 +149,13 @@ class PoseEKF:
         self._held: HeldInputs | None = None
         self._rate_psd: float | None = None
         self._local = False  # _x, _P: dead reckoning from the first sighting without a pose
-        self._turn: dict[int, tuple[Offset, TagSighting]] = {}
+        self._turn = TurnFrame()
         self.bias_psd = bias_psd
         self.bias_prior_var = 0.0
         """rad²/s²: the variance of the gyro's residual bias a new pose starts with (the
         bias learnt so far is the caller's, :mod:`agents.gyro_bias`; 0: none modelled)."""
         self._lost_bias: tuple[float, float] | None = None
+        self._scale = (0.0, self.params.gyro_scale_std**2)  # kept while there is no pose
 
     # ---------------------------------------------------------------- state
 
@@ -198,7 +197,15 @@ class PoseEKF:
         (rad/s, rad²/s²), while there is a pose (None otherwise)."""
         if self._x is None or self._P is None or self._local:
             return None
-        return float(self._x[3]), float(self._P[3, 3])
+        return float(self._x[BIAS]), float(self._P[BIAS, BIAS])
+
+    @property
+    def gyro_scale(self) -> tuple[float, float]:
+        """(estimate, variance) of the gyro's scale error: the filter's while there is a
+        pose, else the last pose's (0 and the prior's before any)."""
+        if self._x is None or self._P is None or self._local:
+            return self._scale
+        return float(self._x[SCALE]), float(self._P[SCALE, SCALE])
 
     def take_lost_bias(self) -> tuple[float, float] | None:
         """:attr:`bias_residual` as it was when the pose was last lost, once (None after)."""
@@ -211,15 +218,24 @@ class PoseEKF:
         self._set(np.array([fix.x, fix.y, wrap_angle(fix.theta)]), np.array(fix.cov))
 
     def _set(self, x: FloatArray, P: FloatArray) -> None:
-        """A new pose ``x``, ``P`` (3); the residual bias 0 with ``bias_prior_var``."""
-        x4, P4 = np.zeros(4), np.zeros((4, 4))
-        x4[:3], P4[:3, :3], P4[3, 3] = x, P, self.bias_prior_var
-        self._x, self._P = x4, P4
+        """A new pose ``x``, ``P`` (3); the residual bias 0 with ``bias_prior_var``, the
+        scale error as last known."""
+        self._x, self._P = self._state(x, P, self.bias_prior_var)
         self._local = False
         self._turn.clear()
         self.lost_reason = OK
         self._consecutive_rejections = 0
         self._t_last_update = self._t
+
+    def _state(self, x: FloatArray, P: FloatArray, bias_var: float) -> tuple[FloatArray,
+                                                                             FloatArray]:
+        """The filter's state from a pose ``x``, ``P`` (3): the residual bias 0 with
+        ``bias_var``, the scale error as last known."""
+        scale, scale_var = self._scale
+        x5, P5 = np.zeros(STATE_SIZE), np.zeros((STATE_SIZE, STATE_SIZE))
+        x5[:3], P5[:3, :3], P5[BIAS, BIAS] = x, P, bias_var
+        x5[SCALE], P5[SCALE, SCALE] = scale, scale_var
+        return x5, P5
 
     def lose_pose(self, reason: str) -> None:
         """Forget the pose (``has_pose`` false) with a named, counted reason."""
@@ -234,6 +250,7 @@ class PoseEKF:
         residual = self.bias_residual
         if residual is not None:
             self._lost_bias = residual
+        self._scale = self.gyro_scale
         self._x, self._P = None, None
         self._local = False
         self._turn.clear()
@@ -475,33 +492,17 @@ class PoseEKF:
         """Add mapped sightings to the local frame (started here if there is none) and solve
         for the pose from the latest sighting of each tag; True when that sets the pose."""
         if self._x is None or self._P is None:
-            self._x, self._P, self._local = np.zeros(4), np.zeros((4, 4)), True
+            self._x, self._P = self._state(np.zeros(3), np.zeros((3, 3)), 0.0)
+            self._local = True
             self._turn.clear()
             self._t_last_update = self._t  # nothing rewinds to before the frame began
         here = Offset(self._x[:3].copy(), self._P[:3, :3].copy())
-        for s in sightings:
-            self._turn[s.tag_id] = (here, s)
-        if len(self._turn) < 2:
-            self.counters.count(f"init_{TOO_FEW_TAGS}")
+        self._turn.add(here, sightings)
+        solved = self._turn.solve(self.landmarks, self.params, here)
+        if isinstance(solved, str):
+            self.counters.count(solved)
             return False
-        ids = sorted(self._turn)
-        sol = solve_pose_from_tags(
-            [(self.landmarks[i], self._turn[i][1]) for i in ids],
-            self.params.camera_forward,
-            self.params.init_quantile,
-            self.params.init_max_position_trace,
-            offsets=[self._turn[i][0] for i in ids],
-        )
-        if not (sol.ok and sol.pose is not None and sol.cov is not None):
-            self.counters.count(f"init_turning_{sol.reason}")
-            return False
-        x, J_origin, J_here = compose(sol.pose, self._x[:3])
-        P = J_origin @ sol.cov @ J_origin.T + J_here @ self._P[:3, :3] @ J_here.T
-        P = 0.5 * (P + P.T)
-        if float(P[0, 0] + P[1, 1]) > self.params.init_max_position_trace:
-            self.counters.count(f"init_turning_{TOO_UNCERTAIN}")
-            return False
-        self._set(x, P)
+        self._set(*solved)
         return True
 
     # ---------------------------------------------------------------- time-aware entry

@@ -32,6 +32,13 @@ class LocalizerParams:
     gyro_error: float = 0.02
     """Gyro yaw-rate error (bias plus noise), rad/s, unless a sample comes with its own
     (the rate less a learnt bias, agents.gyro_bias)."""
+    gyro_scale_std: float = 0.02
+    """The gyro's scale error before any is learnt, a fraction (1 sigma, mean 0): the
+    MPU-6050's sensitivity tolerance is ±3 % (its datasheet, 25 °C). The filter learns it
+    from tags while the car turns (its state's fifth element); 0: not modelled."""
+    gyro_scale_psd: float = 1e-8
+    """Random-walk density of the scale error, 1/s (the datasheet's ±2 % over 125 °C: a car
+    warming by 10 °C in 10 minutes moves it by about 0.002)."""
     error_correlation_time: float = 0.5
     """τ of the rate errors, seconds."""
     rate_change_window: float = 1.0
@@ -75,6 +82,8 @@ class LocalizerParams:
             "yaw_error_frac",
             "yaw_error_floor",
             "gyro_error",
+            "gyro_scale_std",
+            "gyro_scale_psd",
             "position_noise_density",
             "icr_offset",
             "order_tolerance",

@@ -41,6 +41,10 @@ arrived); an update inside the interval leaves only the part after it to integra
 again, and that part keeps the wander term, whether the update came before the sample
 that closed the interval or after it (:func:`split`).
 
+The gyro's scale error s (the state's fifth element) turns the heading by s times the
+rate: a rate ω given is a true rate ω - b - s·ω to first order. Tags teach it while the
+car turns, as they teach b while it drives.
+
 A car that stands still (zero duty for the gyro bias's ``settle_time``, and a gyro that
 reads no more than its bias and noise, :mod:`agents.gyro_bias`) does not turn: its samples
 are then the bias's, which the pose filter learns from them (its state's fourth
@@ -60,6 +64,10 @@ from agents.localizer_params import LocalizerParams
 from agents.pose_geometry import motion_step
 
 FloatArray = npt.NDArray[np.float64]
+
+STATE_SIZE = 5
+"""The pose filter's state: (x, y, theta, b, s)."""
+BIAS, SCALE = 3, 4
 
 
 @dataclass(frozen=True)
@@ -154,9 +162,11 @@ def integrate(
 ) -> tuple[FloatArray, FloatArray]:
     """The state and covariance at ``t0 + dt`` from those at ``t0`` under inputs ``u``.
 
-    The state is (x, y, theta, b): b is what is left of the gyro's bias in the rate given
-    (the true rate is the gyro's less b), a random walk of density ``bias_psd``; it turns
-    the heading only when there is a gyro rate (the wheels' rate has no such bias)."""
+    The state is (x, y, theta, b, s): b is what is left of the gyro's bias in the rate
+    given, a random walk of density ``bias_psd``, and s the gyro's scale error, a random
+    walk of density ``params.gyro_scale_psd`` (none when ``gyro_scale_std`` is 0). The
+    true rate is the rate given less b less s times it; b and s turn the heading only when
+    there is a gyro rate (the wheels' rate has neither)."""
     if dt <= 0.0:
         return x.copy(), P.copy()
     p = params
@@ -166,29 +176,32 @@ def integrate(
     steps = max(1, math.ceil(dt / p.max_step - 1e-9))
     h = dt / steps
     two_tau = 2.0 * p.error_correlation_time
-    F4 = np.eye(4)
-    G4 = np.zeros((4, 2))
-    Q = np.zeros((4, 4))
+    scale_psd = p.gyro_scale_psd if p.gyro_scale_std > 0.0 else 0.0  # 0: not modelled
+    F5 = np.eye(STATE_SIZE)
+    G5 = np.zeros((STATE_SIZE, 2))
+    Q = np.zeros((STATE_SIZE, STATE_SIZE))
     for k in range(steps):
         t = t0 + k * h
-        omega = omega0 + slope * (t + 0.5 * h - u.sampled_at)
-        if gyro:
-            omega -= float(x[3])
+        given = omega0 + slope * (t + 0.5 * h - u.sampled_at)
+        omega = given - float(x[BIAS]) - float(x[SCALE]) * given if gyro else given
         # Diagonal matrices written out (np.diag of a list costs more than the maths).
         r_v = two_tau * sv * sv / h
         r_w = two_tau * so * so / h + wander_var(u, t, h) / h**2
         rate_cov = np.array([[r_v, 0.0], [0.0, r_w]])
         slip = (p.position_noise_density + two_tau * (p.icr_offset * omega) ** 2) * h
         pose, F, G = motion_step(x, v, omega, h)
-        x = np.append(pose, x[3])
-        F4[:3, :3] = F
+        x = np.append(pose, x[BIAS:])
+        F5[:3, :3] = F
         if gyro:
-            F4[:3, 3] = -G[:, 1]  # a bias b turns the heading by -b per second
-        G4[:3] = G
+            F5[:3, BIAS] = -G[:, 1]  # a bias b turns the heading by -b per second
+            F5[:3, SCALE] = -G[:, 1] * given  # a scale error s by -s times the rate
+        G5[:3] = G
         Q[0, 0] = Q[1, 1] = slip
-        Q[3, 3] = bias_psd * h
-        P = F4 @ P @ F4.T + G4 @ rate_cov @ G4.T + Q
+        Q[BIAS, BIAS] = bias_psd * h
+        Q[SCALE, SCALE] = scale_psd * h
+        P = F5 @ P @ F5.T + G5 @ rate_cov @ G5.T + Q
     return x, 0.5 * (P + P.T)
 
 
-__all__ = ["HeldInputs", "integrate", "ramped", "rates", "split", "wander_var"]
+__all__ = ["BIAS", "SCALE", "STATE_SIZE", "HeldInputs", "integrate", "ramped", "rates", "split",
+           "wander_var"]

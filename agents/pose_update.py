@@ -1,10 +1,10 @@
-"""The pose filter's measurement updates, on its state (x, y, theta, b): pure functions of
+"""The pose filter's measurement updates, on its state (x, y, theta, b, s): pure functions of
 the state, the covariance and the measurement (:class:`~agents.localization.PoseEKF`
 decides when and counts the refusals).
 
 - :func:`pose_update`: a measurement of the pose (``H`` with 3 columns: a tag's range and
-  bearing, a pose fix), gated on its NIS; the residual bias b moves by its covariance with
-  the pose.
+  bearing, a pose fix), gated on its NIS; the residual bias b and the scale error s move
+  by their covariance with the pose.
 - :func:`bias_update`: a still car's gyro sample, b plus noise (a scalar update; gated by
   :mod:`agents.gyro_bias`, which knows the gyro).
 
@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agents.pose_geometry import DEGENERATE, OK, wrap_angle
+from agents.pose_motion import BIAS, STATE_SIZE
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -40,7 +41,7 @@ def pose_update(x: FloatArray, P: FloatArray, nu: FloatArray, H: FloatArray, R: 
                 *, gate: float) -> Step:
     """Innovation ``nu`` of a measurement ``H`` (3 columns: the pose) with noise ``R``,
     refused when its NIS exceeds ``gate`` or its covariance is singular."""
-    H = np.hstack([H, np.zeros((H.shape[0], 1))])
+    H = np.hstack([H, np.zeros((H.shape[0], STATE_SIZE - 3))])
     S = H @ P @ H.T + R
     try:
         nis = float(nu @ np.linalg.solve(S, nu))
@@ -51,7 +52,7 @@ def pose_update(x: FloatArray, P: FloatArray, nu: FloatArray, H: FloatArray, R: 
     K = np.linalg.solve(S, H @ P).T  # P Hᵀ S⁻¹, S symmetric
     x = x + K @ nu
     x[2] = wrap_angle(float(x[2]))
-    IKH = np.eye(4) - K @ H
+    IKH = np.eye(STATE_SIZE) - K @ H
     P = IKH @ P @ IKH.T + K @ R @ K.T  # Joseph form
     return Step(x, 0.5 * (P + P.T), nis, OK)
 
@@ -59,12 +60,12 @@ def pose_update(x: FloatArray, P: FloatArray, nu: FloatArray, H: FloatArray, R: 
 def bias_update(x: FloatArray, P: FloatArray, z: float, r: float) -> tuple[FloatArray,
                                                                             FloatArray]:
     """A still car's gyro sample ``z``: the residual bias plus noise of variance ``r``."""
-    s = float(P[3, 3]) + r
-    K = P[:, 3] / s
-    x = x + K * (z - float(x[3]))
+    s = float(P[BIAS, BIAS]) + r
+    K = P[:, BIAS] / s
+    x = x + K * (z - float(x[BIAS]))
     x[2] = wrap_angle(float(x[2]))
-    IKH = np.eye(4)
-    IKH[:, 3] -= K
+    IKH = np.eye(STATE_SIZE)
+    IKH[:, BIAS] -= K
     P = IKH @ P @ IKH.T + r * np.outer(K, K)
     return x, 0.5 * (P + P.T)
 

@@ -31,9 +31,12 @@ def _turning_with_fixes(bias_state: bool, seed: int = 3) -> tuple[list[float], l
     a pose fix (heading σ 0.2°) every 2 s. With ``bias_state`` the filter holds the
     residual (prior σ 0.02) and is given the white noise as the rate's error; without, it
     is given the bias's σ too, as a rate error correlated over τ. Returns the heading
-    errors and σs just before each fix after the first 10 s, and the filter."""
+    errors and σs just before each fix after the first 10 s, and the filter. The gyro has
+    no scale error and the filter models none: at one constant rate a bias and a scale
+    error turn the heading alike (tests/agents/test_gyro_scale.py separates them)."""
     rng = np.random.default_rng(seed)
-    ekf = PoseEKF(TAGS, params=LocalizerParams(), t0=0.0, bias_psd=1e-6 if bias_state else 0.0)
+    ekf = PoseEKF(TAGS, params=LocalizerParams(gyro_scale_std=0.0), t0=0.0,
+                  bias_psd=1e-6 if bias_state else 0.0)
     ekf.bias_prior_var = NOISE**2 if bias_state else 0.0
     gyro_error = WHITE if bias_state else math.hypot(NOISE, WHITE)
     fix_cov = np.diag([1e-4, 1e-4, math.radians(0.2) ** 2])

@@ -57,7 +57,10 @@ def test_one_predict_matches_the_textbook_ekf(gyro_error: float | None) -> None:
     # error icr_offset·|w| per axis, correlated over τ (spectral density 2τσ²).
     slip = params.position_noise_density + tau2 * (params.icr_offset * w) ** 2
     Q = G @ M @ G.T + np.diag([slip * dt] * 2 + [0.0])
-    P_expected = F @ P0 @ F.T + Q
+    # The gyro's scale error s (prior σ gyro_scale_std, independent of the pose) turns the
+    # heading by -s·w: the augmented state's column -G[:, 1]·w.
+    scale = -G[:, 1] * w
+    P_expected = F @ P0 @ F.T + Q + params.gyro_scale_std**2 * np.outer(scale, scale)
     assert ekf.t == pytest.approx(10.1)
     assert np.allclose(est_of(ekf), x_expected)
     assert np.allclose(cov_of(ekf), P_expected)
@@ -171,7 +174,7 @@ def test_a_mean_rate_from_the_cars_angle_lifts_the_ramp() -> None:
     ω̄·Δ (θ' = ω0 + c + (ω1 - ω0)·t/Δ, c = ω̄ - (ω0 + ω1)/2), and its heading variance grows
     by the rate's own error and the interval's timing variance, without the wander term."""
     drive = DriveModel()
-    params = LocalizerParams(max_step=0.001, gyro_error=0.01)
+    params = LocalizerParams(max_step=0.001, gyro_error=0.01, gyro_scale_std=0.0)
     ekf = PoseEKF(TAGS, drive, params, t0=0.0)
     ekf.set_pose(1.0, 1.0, 0.2, np.diag([1e-3, 1e-3, 1e-4]))
     duty, (w0, w1), span, mean, timing = 0.8, (0.5, 2.5), 0.1, 0.9, 4e-6
@@ -202,8 +205,8 @@ def _lifted_with_an_update_inside(update_first: bool) -> tuple[float, float]:
     heading variance the part [0.15, 0.2] adds, and the filter's learnt wander density."""
     rng = np.random.default_rng(9)
     pose = np.array([2.5, 3.0, math.pi / 2])
-    ekf = PoseEKF(TAGS, params=LocalizerParams(camera_forward=CAMERA_FORWARD, max_step=0.001),
-                  t0=0.0)
+    ekf = PoseEKF(TAGS, params=LocalizerParams(camera_forward=CAMERA_FORWARD, max_step=0.001,
+                                               gyro_scale_std=0.0), t0=0.0)
     put(ekf, pose, np.diag([0.01, 0.01, 0.003]))
     ekf.predict_to(0.1, 0.0, 0.0, gyro_z=0.3)
     ekf.predict_to(0.2, 0.0, 0.0, gyro_z=0.5, new_sample=True)  # sampled at 0.1 s
@@ -263,7 +266,8 @@ def test_heading_variance_covers_a_wandering_rate_sampled_at_10_hz() -> None:
     sample and adds only the gyro's own error claims almost nothing here)."""
     q, span, fine = 12.0, 0.1, 0.001
     rng = np.random.default_rng(11)
-    params = LocalizerParams(gyro_error=1e-4, max_position_trace=1e3, max_heading_var=1e3)
+    params = LocalizerParams(gyro_error=1e-4, max_position_trace=1e3, max_heading_var=1e3,
+                             gyro_scale_std=0.0)  # a gyro without scale error
     errors, variances = [], []
     for _ in range(400):
         ekf = PoseEKF(TAGS, params=params, t0=0.0)
@@ -299,7 +303,8 @@ def _jumping_rate_errors(phase: float | None, runs: int) -> tuple[float, float]:
     None) or always at ``phase`` of it; the gyro's noise is negligible."""
     rate, sigma_jump, span = 3.0, 1.5, 0.1
     rng = np.random.default_rng(12)
-    params = LocalizerParams(gyro_error=1e-4, max_position_trace=1e3, max_heading_var=1e3)
+    params = LocalizerParams(gyro_error=1e-4, max_position_trace=1e3, max_heading_var=1e3,
+                             gyro_scale_std=0.0)  # a gyro without scale error
     errors, variances = [], []
     for _ in range(runs):
         ekf = PoseEKF(TAGS, params=params, t0=0.0)
@@ -357,7 +362,8 @@ def test_a_reading_the_car_repeats_is_still_a_new_sample() -> None:
     telemetries. Told that each is a sample (``new_sample``, as the odometry does), the
     filter ramps each interval and adds the bridge's q·Δ³/12; taken by value it would hold
     the first of them and add q·a³/3 for the whole stretch, a q it no longer learns."""
-    params = LocalizerParams(gyro_error=1e-4, max_position_trace=1e3, max_heading_var=1e3)
+    params = LocalizerParams(gyro_error=1e-4, max_position_trace=1e3, max_heading_var=1e3,
+                             gyro_scale_std=0.0)  # a gyro without scale error
     span, repeats = 0.1, 10
 
     def stretch(new_sample: bool) -> tuple[float, float]:
