@@ -8,7 +8,7 @@ decides when and counts the refusals).
 - :func:`bias_update`: a still car's gyro sample, b plus noise (a scalar update; gated by
   :mod:`agents.gyro_bias`, which knows the gyro).
 
-Both in Joseph form, the heading wrapped.
+Both one Kalman step in Joseph form, the heading wrapped.
 """
 
 from __future__ import annotations
@@ -49,24 +49,28 @@ def pose_update(x: FloatArray, P: FloatArray, nu: FloatArray, H: FloatArray, R: 
         return Step(None, None, None, DEGENERATE)
     if not math.isfinite(nis) or nis > gate:
         return Step(None, None, nis, GATED)
-    K = np.linalg.solve(S, H @ P).T  # P Hᵀ S⁻¹, S symmetric
-    x = x + K @ nu
-    x[2] = wrap_angle(float(x[2]))
-    IKH = np.eye(STATE_SIZE) - K @ H
-    P = IKH @ P @ IKH.T + K @ R @ K.T  # Joseph form
-    return Step(x, 0.5 * (P + P.T), nis, OK)
+    x, P = _joseph(x, P, nu, H, R, S=S)
+    return Step(x, P, nis, OK)
 
 
 def bias_update(x: FloatArray, P: FloatArray, z: float, r: float) -> tuple[FloatArray,
                                                                             FloatArray]:
     """A still car's gyro sample ``z``: the residual bias plus noise of variance ``r``."""
-    s = float(P[BIAS, BIAS]) + r
-    K = P[:, BIAS] / s
-    x = x + K * (z - float(x[BIAS]))
+    H = np.zeros((1, STATE_SIZE))
+    H[0, BIAS] = 1.0
+    R = np.array([[r]])
+    return _joseph(x, P, np.array([z - float(x[BIAS])]), H, R, S=H @ P @ H.T + R)
+
+
+def _joseph(x: FloatArray, P: FloatArray, nu: FloatArray, H: FloatArray, R: FloatArray, *,
+            S: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The Kalman step of innovation ``nu`` (covariance ``S``), the heading wrapped, the
+    covariance in Joseph form."""
+    K = np.linalg.solve(S, H @ P).T  # P Hᵀ S⁻¹, S symmetric
+    x = x + K @ nu
     x[2] = wrap_angle(float(x[2]))
-    IKH = np.eye(STATE_SIZE)
-    IKH[:, BIAS] -= K
-    P = IKH @ P @ IKH.T + r * np.outer(K, K)
+    IKH = np.eye(STATE_SIZE) - K @ H
+    P = IKH @ P @ IKH.T + K @ R @ K.T
     return x, 0.5 * (P + P.T)
 
 
