@@ -49,6 +49,35 @@ def test_the_gyro_axis_parses_and_refuses() -> None:
     assert sweep.link_faults({"gyro": 1.0, "loss": 0.2}) == LinkFaults(drop=0.2)
 
 
+def test_a_numeric_car_constant_and_an_agent_setting_are_axes(tmp_path: Path) -> None:
+    """``gyro_scale`` sets the arena's car constant; a dotted agent setting sets every agent's
+    (both refused in one line when the value cannot be given)."""
+    from tools.experiments.scenario_file import SCENARIO_DIR
+
+    assert sweep.parse_axis("gyro_scale=0,0.015,0.03").values == (0.0, 0.015, 0.03)
+    state = sweep.parse_axis("localizer.gyro_scale_std=0,0.02")
+    assert state.name == "localizer.gyro_scale_std" and state.values == (0.0, 0.02)
+    for bad, why in (("gyro_scale=0.9", r"must be in \[0, 0.5\]"),
+                     ("gyro_scale=a", "'a' is not a number"),
+                     ("localizer.gyro_scale_std=-1", "gyro_scale_std must be finite and >= 0"),
+                     ("localizer.no_such=1", "unknown setting 'localizer.no_such'"),
+                     ("localizer.gyro_scale_std=0,0", "a value is repeated")):
+        with pytest.raises(sweep.SweepError, match=why) as exc:
+            sweep.parse_axis(bad)
+        assert "\n" not in str(exc.value)
+    trial = sweep.Trial(str(SCENARIO_DIR / "default.toml"), 2, None,
+                        (("gyro_scale", 0.03), ("localizer.gyro_scale_std", 0.0)))
+    built = sweep.build(trial)
+    assert built.arena.car_model.gyro_scale == 0.03
+    assert replace(built.arena.car_model, gyro_scale=ARENA.car_model.gyro_scale) == ARENA.car_model
+    for name in built.names:
+        assert built.agent_config(name).localizer.gyro_scale_std == 0.0
+    assert not built.schedule  # no link fault
+    run = built.materialise(tmp_path)
+    assert load_arena(tmp_path / "arena.toml").car_model.gyro_scale == 0.03
+    assert run.agent_config("walnut").localizer.gyro_scale_std == 0.0
+
+
 def test_a_gyro_trial_builds_its_arena(tmp_path: Path) -> None:
     from agents.transport import Direction
     from tools.experiments.scenario import ActionKind

@@ -1,5 +1,6 @@
 """``stigmesh sweep SCENARIO.toml --over loss=0,0.5,0.9 --seeds 10 --fusion ci,naive,none``
-(``--over gyro=1,0``: with and without the cars' gyro).
+(``--over gyro=1,0``: with and without the cars' gyro; ``--over localizer.gyro_scale_std=0,0.02``:
+an agent setting, on every agent).
 
 Runs the scenario in lockstep for every point of the grid on a Dask cluster (a local
 one on the machine's cores, or ``--scheduler ADDR``), and writes ONE table (``.md``,
@@ -47,7 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"an axis of the grid ({', '.join(AXES)}), repeatable; loss, "
                    "delay and burst are every agent's inbound link faults from t = 0 "
                    "(loss=0,0.5 delay=0,50ms burst=0,0.3), gyro=1,0 (or on,off / true,false) "
-                   "runs every car with and without its yaw-rate gyro")
+                   "runs every car with and without its yaw-rate gyro, gyro_scale=0,0.03 sets "
+                   "the σ of its gyro's scale error; a dotted agent setting sets it on every "
+                   "agent (localizer.gyro_scale_std=0,0.02)")
     p.add_argument("--seeds", type=int, default=10, help="seeds per cell (default 10)")
     p.add_argument("--seed", type=int, default=None,
                    help="the first seed (default: the scenario's)")

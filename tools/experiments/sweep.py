@@ -27,6 +27,13 @@ it, :meth:`~tools.experiments.scenario.Scenario.with_car_model`):
   point, the table and the files.
 - ``gyro_angle=1,0``: the cars' firmware integrates the gyro (telemetry's ``gyro_angle``)
   or is one from before that (the rate alone).
+- ``gyro_scale=0,0.015,0.03``: the σ of the scale error each car's gyro draws at boot
+  (worlds/ARENA.md), a number.
+
+An axis named by a dotted agent setting (an :class:`~agents.config.AgentConfig` key, as a
+scenario's ``[agents.NAME.set]`` takes it) sets it on every agent, a number per value:
+``localizer.gyro_scale_std=0,0.02`` runs the pose filter without and with its gyro-scale
+state.
 
 The seeds are the scenario's seed and the next ``--seeds`` − 1 integers; for
 one seed every fusion rule and every axis value sees the same world, and the
@@ -44,7 +51,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,8 +66,9 @@ PROG = "stigmesh sweep"
 
 
 LINK_AXES = ("loss", "delay", "burst")  # every agent's inbound link faults (link_faults)
-WORLD_AXES = ("gyro", "gyro_angle")  # the arena's car constants (build)
-AXES = (*LINK_AXES, *WORLD_AXES)
+WORLD_AXES = ("gyro", "gyro_angle")  # the arena's car switches (build)
+WORLD_NUMBERS = ("gyro_scale",)  # the arena's car constants (build)
+AXES = (*LINK_AXES, *WORLD_AXES, *WORLD_NUMBERS)
 SWITCH = {"1": 1.0, "on": 1.0, "true": 1.0, "0": 0.0, "off": 0.0, "false": 0.0}
 
 
@@ -94,15 +102,20 @@ def parse_axis(text: str) -> Axis:
     from agents.faults.tokens import FaultSpecError, parse_duration, parse_probability
 
     name, sep, rest = text.partition("=")
-    name = name.strip().lower()
-    if not sep or name not in AXES:
+    name = name.strip()
+    if "." not in name:
+        name = name.lower()
+    if not sep or (name not in AXES and "." not in name):
         raise SweepError(f"--over {text!r}: expected NAME=V1,V2,... with NAME one of "
-                         f"{', '.join(AXES)}")
+                         f"{', '.join(AXES)}, or a dotted agent setting")
     texts = tuple(v.strip() for v in rest.split(",") if v.strip())
     if not texts:
         raise SweepError(f"--over {text!r}: no values")
-    values = []
+    values: list[float] = []
     for v in texts:
+        if name in WORLD_NUMBERS or "." in name:
+            values.append(_number_value(text, name, v))
+            continue
         if name in WORLD_AXES:
             if v.lower() not in SWITCH:
                 raise SweepError(f"--over {text!r}: {v!r} is not one of 1, 0, on, off, true, "
@@ -123,6 +136,33 @@ def parse_axis(text: str) -> Axis:
     if len(set(values)) != len(values):
         raise SweepError(f"--over {text!r}: a value is repeated")
     return Axis(name, tuple(values), texts)
+
+
+def _number_value(text: str, name: str, v: str) -> float:
+    """A numeric axis's value, checked where it goes: the arena's range for a car constant,
+    the agent's settings for a dotted one."""
+    from tools.agent_config import agent_config
+    from tools.replay.overrides import OverrideError, apply_overrides
+    from worlds.arena import load_arena, shipped_arena
+
+    try:
+        value = float(v)
+    except ValueError:
+        raise SweepError(f"--over {text!r}: {v!r} is not a number") from None
+    if "." in name:
+        try:
+            arena = load_arena(shipped_arena("two_cars"))  # any agent's settings will do
+            apply_overrides(agent_config(arena, arena.cars[0].name), {name: repr(value)})
+        except OverrideError as exc:
+            raise SweepError(f"--over {text!r}: {exc}") from None
+    elif not 0.0 <= value <= 0.5:  # worlds/arena.py's range for gyro_scale
+        raise SweepError(f"--over {text!r}: {name} must be in [0, 0.5]")
+    return value
+
+
+def agent_sets(point: Mapping[str, float]) -> tuple[tuple[str, str], ...]:
+    """The dotted agent settings of a grid point, as a scenario's ``sets``."""
+    return tuple((name, repr(value)) for name, value in point.items() if "." in name)
 
 
 def link_faults(point: Mapping[str, float], burst_length: float = 8.0) -> LinkFaults:
@@ -169,9 +209,15 @@ def build(trial: Trial) -> Scenario:
     if trial.fusion is not None:
         scenario = scenario.with_fusion(trial.fusion)
     point = dict(trial.point)
-    world = {name: bool(point[name]) for name in WORLD_AXES if name in point}
+    world: dict[str, bool | float] = {
+        name: bool(point[name]) for name in WORLD_AXES if name in point}
+    world.update({name: point[name] for name in WORLD_NUMBERS if name in point})
     if world:
         scenario = scenario.with_car_model(**world)
+    sets = agent_sets(point)
+    if sets:
+        scenario = replace(scenario, agents=tuple(replace(a, sets=(*a.sets, *sets))
+                                                  for a in scenario.agents))
     spec = link_faults(point, trial.burst_length)
     if not spec.is_clear:
         scenario = scenario.with_actions([every_agent_faults(0.0, spec, Direction.IN)])
