@@ -95,12 +95,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = getattr(importlib.import_module(command.module), command.run)(args)
         sys.stdout.flush()  # here, so that a closed pipe is seen here and not at exit
     except BrokenPipeError:  # `stigmesh ... | head` closed the pipe: that is not an error
-        _quiet_stdout()
+        quiet_stdout()
         return 0
     return status
 
 
-def _quiet_stdout() -> None:
+def quiet_stdout() -> None:
     """Point stdout at /dev/null, so that flushing it at exit does not fail again."""
     import os
 

@@ -42,3 +42,20 @@ def test_an_empty_cache_is_refused_in_one_line(tmp_path: Path,
     assert main([str(tmp_path / "old"), str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no lockstep results in" in err
+
+
+def test_a_closed_pipe_is_no_error(tmp_path: Path) -> None:
+    """`compare OLD NEW | head` that closed the pipe before the table: exit 0, no traceback."""
+    import subprocess
+    import sys
+
+    _cache(tmp_path / "old", [0.1, 0.2, 0.3], 0.9)
+    _cache(tmp_path / "new", [0.1, 0.2, 0.4], 0.9)
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tools.experiments.evidence.compare", str(tmp_path / "old"),
+         str(tmp_path / "new")], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.close()  # before it writes: its write fails with EPIPE
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and b"Traceback" not in err, err.decode()

@@ -80,7 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not lines:
         print("compare: the two caches have no run in common", file=sys.stderr)
         return 2
-    print("\n".join(lines))
+    try:
+        print("\n".join(lines))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `... | head` closed the pipe: that is not an error
+        from tools.cli import quiet_stdout
+
+        quiet_stdout()
     return 0
 
 
