@@ -16,8 +16,9 @@ motion from ``t_a`` back to the frame::
 
 with the covariance of the new pose carried over and the dead reckoning's own error
 added, taken as fully correlated over the interval (a bias, the conservative case):
-heading σ = ∫σ_ω dt plus the rate's wander (below), position σ along the way ∫σ_v dt
-plus the path times the heading σ.
+heading σ = ∫σ_ω dt plus the rate's wander (below) plus the gyro's scale error's σ times
+the turn (the localizer's estimate of that error is taken off the rate), position σ
+along the way ∫σ_v dt plus the path times the heading σ.
 
 The gyro is sampled at the car's rate (10 Hz) while the robot spins up and down. A rate
 held until the next sample put the frames of a start-up turn 0.09-0.13 rad off their
@@ -84,6 +85,8 @@ class _Sample:
     """Heading variance from the rate's wander about its held or ramped line, rad²."""
     v: float = 0.0
     """The speed over the step that ended here, m/s (to integrate it again)."""
+    turn: float = 0.0
+    """The gyro's turn since it began (signed, unwrapped), rad: what its scale error scales."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ class Backfill:
         self._frames: list[tuple[float, TagSighting | None]] = []
         self._rate: _Rate | None = None
         self._psd = 0.0  # the rate's wander density, rad²/s³: the localizer's
+        self._scale = (0.0, 0.0)  # the gyro's scale error and its σ: the localizer's
 
     def __len__(self) -> int:
         """Frames waiting for a pose."""
@@ -138,20 +142,23 @@ class Backfill:
 
     def advance(self, t0: float, t1: float, duty: tuple[float, float], gyro_z: float | None,
                 gyro_error: float | None = None, *, rate_psd: float = 0.0,
-                new_sample: bool = False,
-                interval: tuple[float, float] | None = None) -> None:
+                new_sample: bool = False, interval: tuple[float, float] | None = None,
+                scale: tuple[float, float] = (0.0, 0.0)) -> None:
         """Dead-reckon over [t0, t1] without a pose, under the inputs the localizer used
         (the wheel duties, the gyro rate less its bias and that rate's error σ) and the
         rate's wander density it learnt (``Localizer.rate_psd``, rad²/s³); ``new_sample``
         and ``interval`` as the localizer's (:meth:`PoseEKF.predict_to`): the rate is a
         new sample at ``t0``, and the car's angle gave the interval before it this mean
-        rate and timing variance."""
+        rate and timing variance. ``scale``: the gyro's scale error and its variance
+        (``PoseEKF.gyro_scale``): the rate is taken less the scale times it, and the σ
+        times the turn is heading error."""
         if self.horizon <= 0.0 or not t1 > t0:
             return
         if not self._samples or abs(self._samples[-1].t - t0) > 1e-9:  # a new reckoning
             self._samples = [_Sample(t0, (0.0, 0.0, 0.0), 0.0, 0.0, 0.0)]
             self._rate = None
         self._psd = rate_psd
+        self._scale = (scale[0], math.sqrt(max(scale[1], 0.0)))
         if gyro_z is None:
             self._rate = None
         elif new_sample or self._rate is None or gyro_z != self._rate.omega:
@@ -164,11 +171,13 @@ class Backfill:
         if self._rate is not None:
             held = HeldInputs(0.0, 0.0, self._rate.omega, self._rate.t, rate_psd=self._psd)
             wander = wander_var(held, t0, dt)
+        if gyro_z is not None:
+            omega -= self._scale[0] * omega
         state, _, _ = motion_step(np.array(last.pose), v, omega, dt)
         self._samples.append(_Sample(
             t1, (float(state[0]), float(state[1]), float(state[2])), last.path + abs(v) * dt,
             last.speed_error + sigma_v * dt, last.heading_error + sigma_omega * dt,
-            last.wander + wander, v))
+            last.wander + wander, v, last.turn + (0.0 if gyro_z is None else omega * dt)))
         self._trim(t1)
 
     def _new_rate(self, t: float, omega: float,
@@ -191,9 +200,11 @@ class Backfill:
             prev, cur = samples[k - 1], samples[k]
             h = cur.t - prev.t
             rate = start + slope * (prev.t + 0.5 * h - old.t)
+            rate -= self._scale[0] * rate
             state, _, _ = motion_step(np.array(prev.pose), cur.v, rate, h)
             samples[k] = replace(cur, pose=(float(state[0]), float(state[1]), float(state[2])),
-                                 wander=prev.wander + wander_var(ramp, prev.t, h))
+                                 wander=prev.wander + wander_var(ramp, prev.t, h),
+                                 turn=prev.turn + rate * h)
 
     def frame(self, t: float, target: TagSighting | None = None) -> None:
         """A frame captured at ``t`` without a pose; ``target``: its sighting of the target."""
@@ -214,17 +225,19 @@ class Backfill:
                 at = self._at(t)
                 if at is None:
                     continue
-                placed.append(replace(self._placed(t, at, at_a, x_a, P_a), target=target))
+                placed.append(replace(self._placed(t, at, at_a, x_a, P_a, scale_std=self._scale[1]),
+                                      target=target))
         self.clear()
         return placed
 
     @staticmethod
-    def _placed(t: float, at: _Sample, at_a: _Sample, x_a: FloatArray,
-                P_a: FloatArray) -> Placed:
+    def _placed(t: float, at: _Sample, at_a: _Sample, x_a: FloatArray, P_a: FloatArray, *,
+                scale_std: float) -> Placed:
         offset = relative(np.array(at_a.pose), np.array(at.pose))  # r_a⁻¹ ⊕ r_i
         pose, J_state, _ = compose(x_a, offset)
         sigma_th = (at_a.heading_error - at.heading_error
-                    + math.sqrt(max(0.0, at_a.wander - at.wander)))
+                    + math.sqrt(max(0.0, at_a.wander - at.wander))
+                    + scale_std * abs(at_a.turn - at.turn))
         sigma_p = (at_a.speed_error - at.speed_error) + (at_a.path - at.path) * sigma_th
         P = J_state @ P_a @ J_state.T + np.diag([sigma_p**2, sigma_p**2, sigma_th**2])
         return Placed(t, pose, 0.5 * (P + P.T))
@@ -247,7 +260,8 @@ class Backfill:
         th = lo.pose[2] + f * wrap_angle(hi.pose[2] - lo.pose[2])
         return _Sample(t, (mix(lo.pose[0], hi.pose[0]), mix(lo.pose[1], hi.pose[1]), th),
                        mix(lo.path, hi.path), mix(lo.speed_error, hi.speed_error),
-                       mix(lo.heading_error, hi.heading_error), mix(lo.wander, hi.wander), hi.v)
+                       mix(lo.heading_error, hi.heading_error), mix(lo.wander, hi.wander), hi.v,
+                       mix(lo.turn, hi.turn))
 
     def _trim(self, now: float) -> None:
         cut = now - self.horizon

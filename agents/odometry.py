@@ -133,12 +133,12 @@ class Odometry:
                 return
             self.backfill.advance(t0, t, self.duty, self.gyro, self.gyro_error,
                                   rate_psd=self.localizer.rate_psd, new_sample=sampled,
-                                  interval=interval)
+                                  interval=interval, scale=self.localizer.gyro_scale)
             if self.reckoned is not None:  # the navigator's estimate for a lost robot
                 v, omega = self.config.drive.body_velocity(*self.duty)
-                state, _, _ = motion_step(
-                    np.array(self.reckoned), v, omega if self.gyro is None else self.gyro, dt
-                )
+                if self.gyro is not None:  # less the gyro's scale error, as the localizer's
+                    omega = self.gyro - self.localizer.gyro_scale[0] * self.gyro
+                state, _, _ = motion_step(np.array(self.reckoned), v, omega, dt)
                 self.reckoned = (float(state[0]), float(state[1]), float(state[2]))
 
     def heading_std(self) -> float | None:

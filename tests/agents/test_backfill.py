@@ -51,6 +51,25 @@ def test_a_turn_on_the_spot_is_placed_at_the_headings_it_looked() -> None:
     assert len(b) == 0  # placed once, then nothing kept
 
 
+def test_a_turn_is_placed_less_the_gyros_scale_error_and_as_uncertain_as_it() -> None:
+    """The gyro reads 3 % more than the car turns; the localizer's estimate of that scale
+    error (0.03, σ 0.01) is taken off the rate, and its σ times the turn is heading σ."""
+    b = Backfill(4.0, DRIVE, PARAMS)
+    true_rate = 2.0
+    for k in range(15):  # turning on the spot for 1.5 s, a frame every 0.1 s
+        b.frame(0.1 * k)
+        b.advance(0.1 * k, 0.1 * (k + 1), (-0.5, 0.5), 1.03 * true_rate, 0.0,
+                  scale=(0.03, 0.01**2))
+    placed = b.place(1.5, np.array([1.0, 2.0, 0.3]), P_A)
+    assert len(placed) == 15
+    for p in placed:
+        back = 1.5 - p.t
+        error = wrap_angle(float(p.pose[2]) - (0.3 - true_rate * back))
+        assert abs(error) < 0.001 * back * true_rate  # 1.03·(1 - 0.03) = 0.9991 of the turn
+        sigma = 0.01 * 1.03 * (1 - 0.03) * true_rate * back
+        assert math.isclose(float(p.cov[2, 2]), 1e-4 + sigma**2, rel_tol=1e-9)
+
+
 def test_the_error_of_the_dead_reckoning_grows_with_the_time_back() -> None:
     b = Backfill(4.0, DRIVE, PARAMS)
     for k in range(20):  # driving straight for 2 s, a frame every 0.1 s
