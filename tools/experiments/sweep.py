@@ -8,8 +8,9 @@ by default, ``--scheduler ADDR`` for a real one), measures each run with
 ``tools.replay`` and writes ONE table: per cell, mean ± std over the seeds of the
 track error while held after 20 s (median, p95), the fraction of time a track is
 held, NEES consistency (each agent's own model), speed at detection, time to first
-detection, the footprint redundancy of what the robots' cameras covered, and bytes
-per second per agent.
+detection, the footprint redundancy of what the robots' cameras covered, bytes
+per second per agent, and the robots' own heading error (p95 over their belief records)
+and its NEES.
 
 Axes (each sets every agent's *inbound* link faults from t = 0; a scenario step
 that later sets an agent's inbound faults replaces them):
@@ -84,6 +85,8 @@ COLUMNS = (
     ("first_detection_s", "1st detection (s)", "{:.1f}"),
     ("redundancy", "footprint redundancy", "{:.2f}"),
     ("kbytes_per_s", "sent (KB/s/agent)", "{:.2f}"),
+    ("pose_heading_p95_deg", "robot heading error p95 (°)", "{:.1f}"),
+    ("pose_nees1_mean", "robot heading NEES1 (ideal 1)", "{:.2f}"),
 )
 
 
