@@ -14,10 +14,11 @@ from agents.config import AgentConfig
 from agents.gyro_bias import SAMPLE_PERIOD, GyroBias, GyroBiasParams
 from agents.localization import PoseEKF
 from agents.localizer_params import LocalizerParams
-from agents.observations import ObservationBatch, PoseFix, TagSighting
+from agents.observations import ObservationBatch, TagSighting
 from agents.odometry import Odometry
-from agents.pose_geometry import range_bearing, wrap_angle
+from agents.pose_geometry import range_bearing
 from agents.room import Room
+from tests.agents.turning import turn_with_fixes
 
 DT = 0.1  # telemetry at 10 Hz
 NOISE = 0.02  # rad/s, one gyro sample
@@ -41,25 +42,12 @@ def _turning_with_fixes(bias_state: bool, seed: int = 3) -> tuple[list[float], l
     gyro_error = WHITE if bias_state else math.hypot(NOISE, WHITE)
     fix_cov = np.diag([1e-4, 1e-4, math.radians(0.2) ** 2])
     ekf.set_pose(2.5, 2.5, 0.0, fix_cov)
-    errors: list[float] = []
-    sigmas: list[float] = []
-    for k in range(1, 401):
-        t = k * DT
-        truth = 0.5 * t
-        ekf.predict_to(t, -0.5, 0.5, ekf.held.gyro_z if ekf.held else None, gyro_error)
-        ekf.sample_at(t, -0.5, 0.5, 0.5 + 0.015 + float(rng.normal(0.0, NOISE)),
-                      gyro_error=gyro_error)
-        if k % 20 == 0:
-            pose, P = ekf.pose, ekf.cov
-            assert pose is not None and P is not None
-            if t > 10.0:
-                errors.append(wrap_angle(pose[2] - truth))
-                sigmas.append(math.sqrt(float(P[2, 2])))
-            theta = truth + float(rng.normal(0.0, math.radians(0.2)))
-            result = ekf.update_batch(ObservationBatch(t, True, pose_fix=PoseFix(
-                2.5, 2.5, wrap_angle(theta), fix_cov)))
-            assert result.pose_fix_result is not None and result.pose_fix_result.accepted
-    return errors, sigmas, ekf
+    fixes = turn_with_fixes(
+        ekf, rng, turned=lambda t0, t1: 0.5 * (t1 - t0),
+        reading=lambda t: 0.5 + 0.015 + float(rng.normal(0.0, NOISE)),
+        gyro_error=gyro_error, fix_cov=fix_cov)
+    assert not fixes.refused
+    return fixes.errors, fixes.sigmas, ekf
 
 
 def test_a_turning_car_learns_its_bias_from_the_tags() -> None:

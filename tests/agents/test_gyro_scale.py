@@ -9,10 +9,8 @@ import numpy as np
 
 from agents.localization import PoseEKF
 from agents.localizer_params import LocalizerParams
-from agents.observations import ObservationBatch, PoseFix
-from agents.pose_geometry import wrap_angle
+from tests.agents.turning import turn_with_fixes
 
-DT = 0.1  # telemetry at 10 Hz
 NOISE = 0.005  # rad/s, one sample's white noise
 SCALE = 0.03  # the MPU-6050's tolerance at its edge
 BIAS = 0.01  # rad/s
@@ -43,29 +41,11 @@ def _turning(scale_std: float,
                   bias_psd=1e-6)
     ekf.bias_prior_var = 0.02**2
     ekf.set_pose(2.5, 2.5, 0.0, FIX_COV)
-    truth = 0.0
-    errors: list[float] = []
-    sigmas: list[float] = []
-    gated: list[float] = []
-    for k in range(1, 401):
-        t = k * DT
-        truth += _turned(t - DT, t)
-        ekf.predict_to(t, -0.5, 0.5, ekf.held.gyro_z if ekf.held else None, NOISE)
-        reading = (1.0 + SCALE) * _rate(t) + BIAS + float(rng.normal(0.0, NOISE))
-        ekf.sample_at(t, -0.5, 0.5, reading, gyro_error=NOISE)
-        if k % 20 == 0:
-            pose, P = ekf.pose, ekf.cov
-            assert pose is not None and P is not None
-            if t > 10.0:
-                errors.append(wrap_angle(pose[2] - truth))
-                sigmas.append(math.sqrt(float(P[2, 2])))
-            theta = truth + float(rng.normal(0.0, math.radians(0.2)))
-            result = ekf.update_batch(ObservationBatch(t, True, pose_fix=PoseFix(
-                2.5, 2.5, wrap_angle(theta), FIX_COV)))
-            assert result.pose_fix_result is not None
-            if not result.pose_fix_result.accepted:
-                gated.append(t)
-    return errors, sigmas, gated, ekf
+    fixes = turn_with_fixes(
+        ekf, rng, turned=_turned,
+        reading=lambda t: (1.0 + SCALE) * _rate(t) + BIAS + float(rng.normal(0.0, NOISE)),
+        gyro_error=NOISE, fix_cov=FIX_COV)
+    return fixes.errors, fixes.sigmas, fixes.refused, ekf
 
 
 def test_a_car_turning_both_ways_learns_its_gyros_scale_error() -> None:
