@@ -44,7 +44,8 @@ def write(sections: Sequence[Section], out: Path, *, quick: bool, measured: str,
         "how long it holds one is measured on its own). \"After 20 s\" is run time. "
         "p-values are two-sided (Wilcoxon signed-rank when paired by seed). Every "
         "simulated car carries a yaw-rate gyro (an arena's `car_model.gyro`, true by "
-        "default): the Freenove FNK0053 has none, and a real car is the car measured here "
+        "default; each draws a bias and a scale error at boot, `gyro_bias` and `gyro_scale`, "
+        "worlds/ARENA.md): the Freenove FNK0053 has none, and a real car is the car measured here "
         "only with an MPU-6050 added (`firmware/README.md`, \"A gyro\"); the fault-free "
         "scenes without one: README.md, \"Without a gyro\" "
         "(`stigmesh sweep scenarios/FILE.toml --over gyro=1,0`).",
