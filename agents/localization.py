@@ -12,55 +12,40 @@ with ``LocalizerParams.gyro_scale_std``).
 
 **Predict** (:meth:`PoseEKF.predict`, :meth:`PoseEKF.predict_to`): the motion model
 of :mod:`agents.pose_motion` (duties through the drive model, or the gyro's rate; rate
-errors correlated over ``error_correlation_time``) over the inputs held since the last
+errors correlated over ``error_correlation_time``; how 10 Hz samples and a car's
+integrated angle become the rate over each interval) over the inputs held since the last
 step. The settings are :class:`~agents.localizer_params.LocalizerParams`.
-
-How the gyro's 10 Hz samples (and a car's integrated angle) become the rate over each
-interval, and the heading noise that leaves, is :mod:`agents.pose_motion`'s docstring.
 
 **Updates**: a tag is a range-bearing landmark, gated at χ²(2) = 9.21 on the
 normalised innovation squared (NIS); a pose fix is gated at χ²(3) = 11.34.
 
-**Refusing rather than guessing.** There is no pose until a pose fix arrives
-or sightings of at least two mapped tags have a least-squares solution that
-passes its residual gate and is unique (:func:`solve_pose_from_tags`): in one
-batch, or one tag at a time while the robot turns. For the latter the filter
-dead-reckons from the first sighting without a pose (a *local frame*: the same
-state, flagged, never reported as a pose) and solves for the pose that explains
-the latest sighting of each tag, each taken from its dead-reckoned offset; the
-frame is dropped once its own uncertainty passes ``init_max_position_trace`` or
-``max_heading_var`` (a solution from it would be refused).
-The pose is *lost* again (``has_pose`` false, ``lost_reason`` set, counted in
-``counters``) when:
+**Refusing rather than guessing.** There is no pose until a pose fix arrives or
+sightings of at least two mapped tags have a least-squares solution that passes its
+residual gate and is unique (:func:`solve_pose_from_tags`): in one batch, or one tag at a
+time while the robot turns, from a *local frame* (the same state, flagged, never
+reported as a pose: :mod:`agents.turn_frame`) that is dropped once its own uncertainty
+passes ``init_max_position_trace`` or ``max_heading_var``. The pose is *lost* again
+(``has_pose`` false, ``lost_reason`` set, counted in ``counters``) when:
 
-- ``covariance_exceeded``: the position covariance trace exceeds
-  ``max_position_trace`` or the heading variance exceeds ``max_heading_var``
-  (no tag seen for a long time);
-- ``inconsistent_tags``: ``max_consecutive_rejections`` tag sightings in a
-  row failed the gate (the pose is probably wrong, and a wrong pose is worse
-  than none).
+- ``covariance_exceeded``: the position covariance trace exceeds ``max_position_trace``
+  or the heading variance ``max_heading_var`` (no tag seen for a long time);
+- ``inconsistent_tags``: ``max_consecutive_rejections`` tag sightings in a row failed the
+  gate (the pose is probably wrong, and a wrong pose is worse than none).
 
-**Time.** The filter keeps its own time ``t``. ``predict_to(now, ...)``
-records the inputs of each interval (zero-order hold) for the last
-``max_lag`` seconds, with the state at each interval start. An observation
-batch stamped with a capture time older than ``t`` is applied *at its capture
-time*: the filter rewinds to that time, applies the update and replays the
-recorded inputs up to ``t``. Observations must still arrive in capture order:
-a batch older than the newest applied one by more than ``order_tolerance`` is
-refused as ``out_of_order``; one older than ``t - max_lag`` as ``too_old``;
-one newer than ``t + order_tolerance`` as ``from_future``. All are counted.
+**Time.** The filter keeps its own time ``t`` and the inputs of the last ``max_lag``
+seconds (:mod:`agents.pose_history`); a batch captured before ``t`` is applied at its
+capture time, the inputs since replayed; which batches are refused is
+:func:`~agents.pose_history.admit`'s (all counted).
 
-The low-level :meth:`PoseEKF.update_tag` and :meth:`PoseEKF.update_pose_fix`
-apply at the filter's current time; :meth:`PoseEKF.update_batch` is the
-time-aware entry point. The geometry (motion step, range-bearing model, the
-pose from tags alone) is :mod:`agents.pose_geometry`.
+The low-level :meth:`PoseEKF.update_tag` and :meth:`PoseEKF.update_pose_fix` apply at
+the filter's current time; :meth:`PoseEKF.update_batch` is the time-aware entry point.
+The geometry (motion step, range-bearing model, the pose from tags) is
+:mod:`agents.pose_geometry`.
 
-Why one module of ~650 lines (over the project's 600): it is one filter. Its
-rewind-and-replay of held inputs (and of ramped gyro rates and still samples), its gates
-and its rules for losing the pose act on one state and read best side by side; what is
-pure lives beside it: the record of held inputs (:mod:`agents.pose_history`), the motion
-model (:mod:`agents.pose_motion`), the measurement updates (:mod:`agents.pose_update`), the
-local frame's solve (:mod:`agents.turn_frame`), the settings and the result types
+What is pure lives beside the filter: the record of held inputs and the time rules
+(:mod:`agents.pose_history`), the motion model (:mod:`agents.pose_motion`), the
+measurement updates (:mod:`agents.pose_update`), the solves from tags
+(:mod:`agents.turn_frame`), the settings and the result types
 (:mod:`agents.localization_results`, named from here too).
 """
 
@@ -86,13 +71,22 @@ from agents.pose_geometry import (
     PoseSolution,
     range_bearing,
     sighting_detection,
-    solve_pose_from_tags,
     wrap_angle,
 )
-from agents.pose_history import InputHistory, Segment
-from agents.pose_motion import BIAS, SCALE, STATE_SIZE, HeldInputs, integrate, ramped, split
+from agents.pose_history import InputHistory, Segment, admit
+from agents.pose_motion import (
+    BIAS,
+    SCALE,
+    HeldInputs,
+    check_sample,
+    full_state,
+    integrate,
+    learn_wander,
+    ramped,
+    split,
+)
 from agents.pose_update import GATED, bias_update, pose_update
-from agents.turn_frame import TurnFrame
+from agents.turn_frame import TurnFrame, solve_batch
 from protocol.errors import RejectCounters
 
 FloatArray = npt.NDArray[np.float64]
@@ -100,10 +94,6 @@ FloatArray = npt.NDArray[np.float64]
 # Reasons (update results, counters, lost_reason), beside the pose solver's.
 NO_POSE = "no_pose"
 UNKNOWN_TAG = "unknown_tag"
-UNSYNCHRONIZED = "unsynchronized"
-OUT_OF_ORDER = "out_of_order"
-TOO_OLD = "too_old"
-FROM_FUTURE = "from_future"
 COVARIANCE_EXCEEDED = "covariance_exceeded"
 INCONSISTENT_TAGS = "inconsistent_tags"
 TAGS_IN_FIX = "tags_in_fix"
@@ -220,22 +210,12 @@ class PoseEKF:
     def _set(self, x: FloatArray, P: FloatArray) -> None:
         """A new pose ``x``, ``P`` (3); the residual bias 0 with ``bias_prior_var``, the
         scale error as last known."""
-        self._x, self._P = self._state(x, P, self.bias_prior_var)
+        self._x, self._P = full_state(x, P, bias_var=self.bias_prior_var, scale=self._scale)
         self._local = False
         self._turn.clear()
         self.lost_reason = OK
         self._consecutive_rejections = 0
         self._t_last_update = self._t
-
-    def _state(self, x: FloatArray, P: FloatArray, bias_var: float) -> tuple[FloatArray,
-                                                                             FloatArray]:
-        """The filter's state from a pose ``x``, ``P`` (3): the residual bias 0 with
-        ``bias_var``, the scale error as last known."""
-        scale, scale_var = self._scale
-        x5, P5 = np.zeros(STATE_SIZE), np.zeros((STATE_SIZE, STATE_SIZE))
-        x5[:3], P5[:3, :3], P5[BIAS, BIAS] = x, P, bias_var
-        x5[SCALE], P5[SCALE, SCALE] = scale, scale_var
-        return x5, P5
 
     def lose_pose(self, reason: str) -> None:
         """Forget the pose (``has_pose`` false) with a named, counted reason."""
@@ -301,25 +281,13 @@ class PoseEKF:
 
         Inputs that differ from the last ones, or any when ``new_sample`` (the car's
         telemetry brought them: a quantized gyro may read the same value twice), are a
-        new sample taken at the filter's time: the interval since the previous gyro sample
-        is integrated again with the rate ramped between the two (back to the last update
-        at most, which stays as applied), and the rate's wander is estimated from the
-        change. ``interval`` (with a new sample): the mean rate over that interval, from
-        the car's integrated angle, and the heading variance its timing adds; the ramp is
-        then lifted to integrate to that mean, without the wander term but on the part
-        after an update inside the interval (:func:`~agents.pose_motion.ramped`).
+        new sample taken at the filter's time: the interval since the previous sample is
+        integrated again on the ramp between the two (back to the last update at most),
+        lifted to ``interval``'s mean rate when the car's angle gave one, and the rate's
+        wander is estimated from the change (:func:`~agents.pose_motion.ramped`).
         """
-        require(math.isfinite(t), "t must be finite")
+        check_sample(t, duty_left, duty_right, gyro_z, gyro_error, interval)
         require(t >= self._t, f"predict_to({t}) is before the filter time {self._t}")
-        require(
-            math.isfinite(duty_left) and math.isfinite(duty_right), "duties must be finite"
-        )
-        require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
-        require(gyro_error is None or (math.isfinite(gyro_error) and gyro_error > 0.0),
-                "gyro_error must be finite and > 0, or None")
-        require(interval is None or (math.isfinite(interval[0]) and math.isfinite(interval[1])
-                                     and interval[1] >= 0.0),
-                "interval must be a finite rate and a variance >= 0, or None")
         if new_sample or self._held is None or self._held.sample() != (
                 duty_left, duty_right, gyro_z, gyro_error):
             self._new_sample(duty_left, duty_right, gyro_z, gyro_error, interval)
@@ -350,11 +318,7 @@ class PoseEKF:
         rate and the noise's variance, an update of the residual bias at ``t`` (kept, and
         applied again after any rewind to before it; not a limit on later rewinds as tags
         are)."""
-        require(math.isfinite(t), "t must be finite")
-        require(
-            math.isfinite(duty_left) and math.isfinite(duty_right), "duties must be finite"
-        )
-        require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
+        check_sample(t, duty_left, duty_right, gyro_z, gyro_error, interval)
         require(still is None or (math.isfinite(still[0]) and math.isfinite(still[1])
                                   and still[1] > 0.0),
                 "still must be a finite rate and a variance > 0, or None")
@@ -379,10 +343,8 @@ class PoseEKF:
             span = now - old.sampled_at
             if span > 0.0:
                 slope = (gyro_z - old.gyro_z) / span
-                seen = slope * slope * span  # E[(Δω)²]/Δ = q for a random walk
-                weight = 1.0 - math.exp(-span / self.params.rate_change_window)
-                psd = self._rate_psd
-                self._rate_psd = seen if psd is None else psd + weight * (seen - psd)
+                self._rate_psd = learn_wander(self._rate_psd, slope, span,
+                                              self.params.rate_change_window)
                 self._ramp(old, gyro_z, slope, interval, still=still and old.still)
         psd = 0.0 if self._rate_psd is None else self._rate_psd
         self._held = HeldInputs(duty_left, duty_right, gyro_z, now, rate_psd=psd,
@@ -475,13 +437,7 @@ class PoseEKF:
 
     def initialize_from_tags(self, sightings: Sequence[TagSighting]) -> PoseSolution:
         """Solve the pose at the filter's time from simultaneous sightings of mapped tags."""
-        known = [(self.landmarks[s.tag_id], s) for s in sightings if s.tag_id in self.landmarks]
-        sol = solve_pose_from_tags(
-            known,
-            self.params.camera_forward,
-            self.params.init_quantile,
-            self.params.init_max_position_trace,
-        )
+        sol = solve_batch(self.landmarks, self.params, sightings)
         if sol.ok and sol.pose is not None and sol.cov is not None:
             self._set(sol.pose.copy(), sol.cov.copy())
         else:
@@ -492,7 +448,8 @@ class PoseEKF:
         """Add mapped sightings to the local frame (started here if there is none) and solve
         for the pose from the latest sighting of each tag; True when that sets the pose."""
         if self._x is None or self._P is None:
-            self._x, self._P = self._state(np.zeros(3), np.zeros((3, 3)), 0.0)
+            self._x, self._P = full_state(np.zeros(3), np.zeros((3, 3)), bias_var=0.0,
+                                          scale=self._scale)
             self._local = True
             self._turn.clear()
             self._t_last_update = self._t  # nothing rewinds to before the frame began
@@ -534,37 +491,20 @@ class PoseEKF:
         if self._x is not None and self._P is not None and not self._local:
             self._x, self._P = bias_update(self._x, self._P, z, r)
 
-    def _admit(self, t_capture: float, synchronized: bool) -> tuple[float | None, str]:
-        """The time to apply an observation at, or None and the reason it is refused."""
-        p = self.params
-        if not synchronized and not p.use_unsynchronized:
-            return None, UNSYNCHRONIZED
-        if t_capture > self._t + p.order_tolerance:
-            return None, FROM_FUTURE
-        if self._x is not None and t_capture < self._t_last_update - p.order_tolerance:
-            return None, OUT_OF_ORDER
-        t = min(t_capture, self._t)
-        if self._x is not None:
-            t = max(t, self._t_last_update)
-        start = self._history.start
-        if t < self._t and (start is None or t < start):
-            return None, TOO_OLD
-        return t, OK
-
     def update_batch(self, batch: ObservationBatch) -> BatchResult:
         """Apply one observation batch at its capture time; initialise if there is no pose.
 
-        A pose fix takes precedence: it updates (or initialises) the pose and the
-        batch's tags are not applied again (counted as ``tags_in_fix``), since
-        they are what the fix was computed from. Unknown tag ids are ignored
-        and counted. Without a pose, two or more mapped tags are solved for an
-        initial pose, in this batch or across the turn frame's. The result
-        carries the target's :class:`Detection` when the batch has a target
-        sighting and there is a pose at capture time.
-        """
+        A pose fix takes precedence: it updates (or initialises) the pose and the batch's
+        tags are not applied again (counted as ``tags_in_fix``): the fix was computed from
+        them. Unknown tag ids are ignored and counted. Without a pose, two or more mapped
+        tags are solved for an initial pose, in this batch or across the turn frame's. The
+        result carries the target's :class:`Detection` when the batch has a target
+        sighting and there is a pose at capture time."""
         if batch.pose_fix is None and not batch.tags and batch.target is None:
             return BatchResult(False, EMPTY)
-        t, reason = self._admit(batch.t_capture, batch.synchronized)
+        t, reason = admit(batch.t_capture, batch.synchronized, now=self._t,
+                          last_update=self._t_last_update if self._x is not None else None,
+                          kept_from=self._history.start, params=self.params)
         if t is None:
             self.counters.count(reason)
             return BatchResult(False, reason)

@@ -2,7 +2,16 @@
 late observation or a late telemetry may still reach, each with the state at its start,
 so the filter can rewind to a time inside them and replay what followed
 (:class:`~agents.localization.PoseEKF`); and the still samples (updates of the gyro's
-residual bias) within them, which a replay applies again."""
+residual bias) within them, which a replay applies again.
+
+:func:`admit` says when an observation batch is applied: a batch stamped with a capture
+time older than the filter's time is applied *at its capture time* (the filter rewinds,
+updates, and replays the recorded inputs). Observations must still arrive in capture
+order: a batch older than the newest applied update by more than ``order_tolerance`` is
+refused as ``out_of_order``; one older than the inputs kept (``max_lag``) as
+``too_old``; one newer than the filter's time plus ``order_tolerance`` as
+``from_future``; one whose clock is not synchronised as ``unsynchronized`` (unless
+``use_unsynchronized``)."""
 
 from __future__ import annotations
 
@@ -12,9 +21,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from agents.localizer_params import LocalizerParams
+from agents.pose_geometry import OK
 from agents.pose_motion import HeldInputs
 
 FloatArray = npt.NDArray[np.float64]
+
+UNSYNCHRONIZED = "unsynchronized"
+OUT_OF_ORDER = "out_of_order"
+TOO_OLD = "too_old"
+FROM_FUTURE = "from_future"
 
 
 @dataclass
@@ -86,3 +102,23 @@ class InputHistory:
         else:
             del self._segments[k:]
         return seg, rest
+
+
+def admit(t_capture: float, synchronized: bool, *, now: float, last_update: float | None,
+          kept_from: float | None, params: LocalizerParams) -> tuple[float | None, str]:
+    """The time to apply an observation captured at ``t_capture`` at, or None and the
+    reason it is refused. ``now``: the filter's time; ``last_update``: its last update's
+    (None while it has no state); ``kept_from``: the oldest input kept (None: none)."""
+    p = params
+    if not synchronized and not p.use_unsynchronized:
+        return None, UNSYNCHRONIZED
+    if t_capture > now + p.order_tolerance:
+        return None, FROM_FUTURE
+    if last_update is not None and t_capture < last_update - p.order_tolerance:
+        return None, OUT_OF_ORDER
+    t = min(t_capture, now)
+    if last_update is not None:
+        t = max(t, last_update)
+    if t < now and (kept_from is None or t < kept_from):
+        return None, TOO_OLD
+    return t, OK

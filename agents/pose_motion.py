@@ -59,6 +59,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from agents.checks import require
 from agents.drive_model import DriveModel
 from agents.localizer_params import LocalizerParams
 from agents.pose_geometry import motion_step
@@ -156,6 +157,40 @@ def split(u: HeldInputs, t: float) -> HeldInputs:
     return u
 
 
+def check_sample(t: float, duty_left: float, duty_right: float,  # noqa: PLR0917
+                  gyro_z: float | None, gyro_error: float | None,
+                  interval: tuple[float, float] | None) -> None:
+    """Refuse (ValueError) a sample's inputs that are not finite, or out of range."""
+    require(math.isfinite(t), "t must be finite")
+    require(math.isfinite(duty_left) and math.isfinite(duty_right), "duties must be finite")
+    require(gyro_z is None or math.isfinite(gyro_z), "gyro_z must be finite or None")
+    require(gyro_error is None or (math.isfinite(gyro_error) and gyro_error > 0.0),
+            "gyro_error must be finite and > 0, or None")
+    require(interval is None or (math.isfinite(interval[0]) and math.isfinite(interval[1])
+                                 and interval[1] >= 0.0),
+            "interval must be a finite rate and a variance >= 0, or None")
+
+
+def full_state(x: FloatArray, P: FloatArray, *, bias_var: float,
+               scale: tuple[float, float]) -> tuple[FloatArray, FloatArray]:
+    """The filter's state and covariance from a pose ``x``, ``P`` (3): the residual bias 0
+    with ``bias_var``, the scale error and its variance ``scale``, neither correlated with
+    the pose."""
+    x5, P5 = np.zeros(STATE_SIZE), np.zeros((STATE_SIZE, STATE_SIZE))
+    x5[:3], P5[:3, :3], P5[BIAS, BIAS] = x, P, bias_var
+    x5[SCALE], P5[SCALE, SCALE] = scale
+    return x5, P5
+
+
+def learn_wander(psd: float | None, slope: float, span: float, window: float) -> float:
+    """The running estimate of the rate's wander density (rad²/s³) after a sample ``span``
+    seconds after the last, the rate having changed at ``slope`` between them: E[(Δω)²]/Δ
+    = q for a random walk, each new value weighed by its span against ``window``."""
+    seen = slope * slope * span
+    weight = 1.0 - math.exp(-span / window)
+    return seen if psd is None else psd + weight * (seen - psd)
+
+
 def integrate(
     x: FloatArray, P: FloatArray, t0: float, dt: float, u: HeldInputs, *,
     params: LocalizerParams, drive: DriveModel, bias_psd: float = 0.0,
@@ -203,5 +238,5 @@ def integrate(
     return x, 0.5 * (P + P.T)
 
 
-__all__ = ["BIAS", "SCALE", "STATE_SIZE", "HeldInputs", "integrate", "ramped", "rates", "split",
-           "wander_var"]
+__all__ = ["BIAS", "SCALE", "STATE_SIZE", "HeldInputs", "check_sample", "full_state", "integrate",
+           "learn_wander", "ramped", "rates", "split", "wander_var"]

@@ -1,4 +1,5 @@
-"""The pose from tags sighted one at a time while a robot without a pose turns.
+"""The pose from tags sighted one at a time while a robot without a pose turns (and, in
+:func:`solve_batch`, from one batch's).
 
 The pose filter (:class:`~agents.localization.PoseEKF`) dead-reckons from the first such
 sighting in a *local frame*; :class:`TurnFrame` keeps the latest sighting of each mapped
@@ -21,6 +22,7 @@ from agents.pose_geometry import (
     TOO_FEW_TAGS,
     TOO_UNCERTAIN,
     Offset,
+    PoseSolution,
     compose,
     solve_pose_from_tags,
 )
@@ -67,4 +69,13 @@ class TurnFrame:
         return x, P
 
 
-__all__ = ["TurnFrame"]
+def solve_batch(landmarks: Mapping[int, tuple[float, float]], params: LocalizerParams,
+                sightings: Sequence[TagSighting]) -> PoseSolution:
+    """The pose from simultaneous sightings, those of mapped tags (the batch's own solve,
+    without a local frame)."""
+    known = [(landmarks[s.tag_id], s) for s in sightings if s.tag_id in landmarks]
+    return solve_pose_from_tags(known, params.camera_forward, params.init_quantile,
+                                params.init_max_position_trace)
+
+
+__all__ = ["TurnFrame", "solve_batch"]
