@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tools.bench.soak import KEPT, SNAPSHOT_GAP, reachable, scenario_text, soak
-from tools.experiments.scenario import Kill, Restart, timeline
 from tools.experiments.scenario_file import load_scenario
+from tools.experiments.schedule import Kill, Restart, timeline
 
 pytestmark = pytest.mark.timeout(240)
 

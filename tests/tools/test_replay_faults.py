@@ -15,8 +15,8 @@ from matplotlib.figure import Figure
 from tools.commands import replay as replay_main
 from tools.commands.run import write_schedule
 from tools.experiments.lockstep import run_scenario
-from tools.experiments.scenario import describe, timeline
 from tools.experiments.scenario_file import find_scenario, load_scenario
+from tools.experiments.schedule import describe, timeline
 from tools.replay.fault_figures import shade
 from tools.replay.faults import FaultWindow, faults_of, windows_of_ops
 from tools.replay.figures import wire_scale

@@ -10,18 +10,7 @@ from agents.belief import FusionRule
 from agents.config import FUSION_NONE
 from agents.faults import ByzantineSpec, LinkFaults
 from agents.transport import Direction
-from tools.experiments.scenario import (
-    FUSIONS,
-    Kill,
-    Restart,
-    Scenario,
-    ScenarioError,
-    SetByzantine,
-    SetLink,
-    WorldFault,
-    every_agent_faults,
-    timeline,
-)
+from tools.experiments.scenario import FUSIONS, Scenario, ScenarioError
 from tools.experiments.scenario_file import (
     SCENARIO_DIR,
     SUITE_FILE,
@@ -29,6 +18,15 @@ from tools.experiments.scenario_file import (
     load_suite,
     parse_scenario,
     parse_suite,
+)
+from tools.experiments.schedule import (
+    Kill,
+    Restart,
+    SetByzantine,
+    SetLink,
+    WorldFault,
+    every_agent_faults,
+    timeline,
 )
 
 HEAD = 'arena = "two_cars"\nduration = 30.0\nseed = 4\n'

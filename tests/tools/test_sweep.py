@@ -80,8 +80,8 @@ def test_a_numeric_car_constant_and_an_agent_setting_are_axes(tmp_path: Path) ->
 
 def test_a_gyro_trial_builds_its_arena(tmp_path: Path) -> None:
     from agents.transport import Direction
-    from tools.experiments.scenario import ActionKind
     from tools.experiments.scenario_file import SCENARIO_DIR
+    from tools.experiments.schedule import ActionKind
 
     def trial(point: tuple[tuple[str, float], ...], name: str = "default") -> sweep.Trial:
         return sweep.Trial(str(SCENARIO_DIR / f"{name}.toml"), 3, "naive", point)

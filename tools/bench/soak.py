@@ -52,8 +52,8 @@ _OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType
 def burst_faults() -> str:
     """The inbound faults of scenarios/burst_loss.toml, as text (its one faults action)."""
     from agents.faults import format_faults
-    from tools.experiments.scenario import ActionKind
     from tools.experiments.scenario_file import SCENARIO_DIR, load_scenario
+    from tools.experiments.schedule import ActionKind
 
     (spec,) = [a.faults for a in load_scenario(SCENARIO_DIR / LOSS_SCENE).schedule
                if a.kind is ActionKind.FAULTS and a.faults is not None]

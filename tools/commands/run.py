@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from protocol.runlog import process_logs
 from tools.commands.view import add_view_options
 from tools.experiments.progress import AgentLine, Progress
-from tools.experiments.scenario import Scenario, TimedOp
+from tools.experiments.scenario import Scenario
+from tools.experiments.schedule import TimedOp
 
 if TYPE_CHECKING:  # keep ``stigmesh --help`` light: the runners import numpy and PyBullet
     from tools.experiments.lockstep import Lockstep
@@ -82,7 +83,8 @@ def prepare_run_dir(run_dir: Path, scenario: Scenario) -> str | None:
 
 def write_schedule(run_dir: Path, scenario: Scenario, mode: str, applied: list[dict[str, Any]],
                    ops: Sequence[TimedOp]) -> None:
-    from tools.experiments.scenario import describe, mapping_of
+    from tools.experiments.scenario import mapping_of
+    from tools.experiments.schedule import describe
 
     record = {"mode": mode, "scenario": mapping_of(scenario), "planned": describe(ops),
               "applied": applied}
@@ -147,8 +149,9 @@ def _real_mode_problem(scenario: Scenario) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tools.experiments.scenario import Kill, ScenarioError, timeline
+    from tools.experiments.scenario import ScenarioError
     from tools.experiments.scenario_file import find_scenario, load_scenario
+    from tools.experiments.schedule import Kill, timeline
     from tools.swarmkey import KeyFileError
 
     try:

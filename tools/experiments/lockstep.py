@@ -42,10 +42,10 @@ from protocol.mz01.session import COMMAND_PORT
 from protocol.runlog import RunLog, log_path
 from protocol.swarm import swarm_id_from_name
 from tools.agent_config import agent_config
-from tools.experiments.scenario import (
+from tools.experiments.scenario import Scenario
+from tools.experiments.schedule import (
     Kill,
     Restart,
-    Scenario,
     SetByzantine,
     SetLink,
     TimedOp,

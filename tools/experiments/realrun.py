@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tools.experiments.progress import AgentLine, Progress
-from tools.experiments.scenario import Scenario, TimedOp
+from tools.experiments.scenario import Scenario
+from tools.experiments.schedule import TimedOp
 
 if TYPE_CHECKING:
     from tools.procs import Swarm
@@ -74,7 +75,7 @@ class RealRun:
     def apply(self, op: TimedOp) -> None:
         from agents.drivers.control import ControlError
         from agents.faults import format_byzantine, format_faults
-        from tools.experiments.scenario import Kill, Restart, SetByzantine, SetLink, WorldFault
+        from tools.experiments.schedule import Kill, Restart, SetByzantine, SetLink, WorldFault
         from worlds.control import ControlError as WorldControlError
         from worlds.control import WorldControl
 
@@ -160,7 +161,7 @@ def run_real(scenario: Scenario, run_dir: Path, port: int | None,
     """Returns the applied schedule and the exit status of every process; with ``view_port``
     the live view runs beside the swarm (``stigmesh run --view``)."""
     from protocol.runlog import log_path
-    from tools.experiments.scenario import timeline
+    from tools.experiments.schedule import timeline
     from tools.live import AgentView, LogFollower, Truth
     from tools.procs import Swarm, claim_loopback, running
     from tools.swarmkey import read_key, write_key

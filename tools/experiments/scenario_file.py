@@ -20,21 +20,23 @@ from agents.transport import Direction
 from protocol.tomlfile import FileError, PathKey, Table, parse
 from tools.experiments.hiding import Hide
 from tools.experiments.scenario import (
-    CLEAR,
-    EVERY_AGENT,
     FUSIONS,
     MAX_DURATION,
     SCENE_KINDS,
-    Action,
-    ActionKind,
     AgentSetup,
     Scenario,
     ScenarioError,
     Scene,
     Suite,
-    WorldAction,
     check_seed,
     liar_of,
+)
+from tools.experiments.schedule import (
+    CLEAR,
+    EVERY_AGENT,
+    Action,
+    ActionKind,
+    WorldAction,
     timeline,
 )
 from worlds.arena import ARENA_DIR, Arena, ArenaError, load_arena

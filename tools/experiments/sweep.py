@@ -205,8 +205,8 @@ def build(trial: Trial) -> Scenario:
     """The trial's scenario: its seed, fusion rule, world axes (the arena's car constants)
     and link faults; raises ScenarioError."""
     from agents.transport import Direction
-    from tools.experiments.scenario import every_agent_faults
     from tools.experiments.scenario_file import load_scenario
+    from tools.experiments.schedule import every_agent_faults
 
     scenario = load_scenario(trial.scenario).with_seed(trial.seed)
     if trial.fusion is not None:

@@ -95,7 +95,7 @@ def _close(open_: dict[tuple[str, ...], tuple[float, str]], key: tuple[str, ...]
 
 
 def windows_of_ops(ops: list[tuple[float, str]], t_end: float) -> list[FaultWindow]:
-    """Windows from timed operation texts (``tools.experiments.scenario`` ``describe()``):
+    """Windows from timed operation texts (``tools.experiments.schedule`` ``describe()``):
     ``NAME: faults DIR SPEC``, ``NAME: byzantine SPEC``, ``NAME: kill``, ``NAME: restart``,
     ``world: KIND car C S s``; a SPEC of ``clear`` ends the window."""
     out: list[FaultWindow] = []
