@@ -150,8 +150,8 @@ def test_a_liars_real_run_is_judged_on_its_honest_agents(tmp_path) -> None:
     far off in the real run. The pooled (every agent) median is out of range, the honest
     agents' is not: the scene agrees, and both rows are shown."""
     from tools.experiments.evidence import modes
+    from tools.experiments.evidence.measures import real_agreement
     from tools.experiments.evidence.plan import AS_FILE, Results
-    from tools.experiments.evidence.targets import real_agreement
 
     suite = load_suite()
     plan = replace(FULL, seeds=3, search_seeds=3)

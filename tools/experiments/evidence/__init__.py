@@ -28,7 +28,8 @@ and caches them, :mod:`.stats`, :mod:`.figures` and :mod:`.report` are the table
 statistics, the plots and the markdown; each experiment is a module (:mod:`.targets`,
 :mod:`.scenes`, :mod:`.accuracy`, :mod:`.consistency`, :mod:`.liars`, :mod:`.search`,
 :mod:`.faults`, :mod:`.modes`, :mod:`.gyro`) with ``section(results)``, registered in
-:data:`.main.EXPERIMENTS`.
+:data:`.main.EXPERIMENTS`; the targets' numbers are :mod:`.limits`, the per-scene measures
+they judge :mod:`.measures`.
 
 :mod:`.compare` (``python -m tools.experiments.evidence.compare OLD NEW``) pairs two
 caches' runs by seed: what a change to the agents moved, per scene and metric.

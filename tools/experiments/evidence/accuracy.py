@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from tools.experiments.evidence.figures import pyplot, save
+from tools.experiments.evidence.limits import ERR_MEDIAN, ERR_P95, HELD, SPEED
 from tools.experiments.evidence.plan import SETTLE, Results
 from tools.experiments.evidence.report import Section
 from tools.experiments.evidence.stats import fmt, ok, percentile, pooled
-from tools.experiments.evidence.targets import ERR_MEDIAN, ERR_P95, HELD, SPEED
 
 
 def section(results: Results) -> Section:

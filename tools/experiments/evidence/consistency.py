@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from tools.experiments.evidence.figures import pyplot, save
+from tools.experiments.evidence.limits import NEES_INSIDE, NEES_MEAN
 from tools.experiments.evidence.plan import AS_FILE, NAIVE, Results
 from tools.experiments.evidence.report import Section
 from tools.experiments.evidence.stats import fp, ms, ok, paired_p, pooled, vals
-from tools.experiments.evidence.targets import NEES_INSIDE, NEES_MEAN
 from tools.replay.metrics import fraction_inside, nees_bounds
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tools.experiments.evidence.figures import FLOOR, mean_curve, pyplot, save
+from tools.experiments.evidence.limits import LOSS_KBPS, LOSS_RATIO
 from tools.experiments.evidence.plan import SETTLE, Results
 from tools.experiments.evidence.report import Section
 from tools.experiments.evidence.stats import (
@@ -22,7 +23,6 @@ from tools.experiments.evidence.stats import (
     rolling_median,
     vals,
 )
-from tools.experiments.evidence.targets import LOSS_KBPS, LOSS_RATIO
 
 
 def section(results: Results) -> Section | None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tools.experiments.evidence.limits import ERR_MEDIAN, ERR_P95, HELD
 from tools.experiments.evidence.plan import AS_FILE, NO_GYRO, SETTLE, Results
 from tools.experiments.evidence.report import Section
 from tools.experiments.evidence.stats import fmt, fp, ms, paired_p, percentile, pooled, vals
-from tools.experiments.evidence.targets import ERR_MEDIAN, ERR_P95, HELD
 
 
 def section(results: Results) -> Section | None:

@@ -8,20 +8,18 @@ from typing import Any
 import numpy as np
 
 from tools.experiments.evidence.figures import FLOOR, mean_curve, pyplot, save
-from tools.experiments.evidence.plan import ORACLE, Results
-from tools.experiments.evidence.report import Section
-from tools.experiments.evidence.stats import fmt, median, ok
-from tools.experiments.evidence.targets import (
+from tools.experiments.evidence.limits import (
     DISTRUST_MEDIAN,
     DISTRUST_WORST,
     LIAR_RATIO,
     RECOVER_HOLD,
     RECOVER_LIMIT,
     RECOVER_WITHIN,
-    distrust,
-    liar_ratios,
-    recoveries,
 )
+from tools.experiments.evidence.measures import distrust, liar_ratios, recoveries
+from tools.experiments.evidence.plan import ORACLE, Results
+from tools.experiments.evidence.report import Section
+from tools.experiments.evidence.stats import fmt, median, ok
 
 
 def _worst(values: list[float | None]) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from tools.experiments.evidence.figures import pyplot, save
+from tools.experiments.evidence.measures import real_agreement
 from tools.experiments.evidence.plan import Results
 from tools.experiments.evidence.report import Section
 from tools.experiments.evidence.stats import fmt
-from tools.experiments.evidence.targets import real_agreement
 
 MEASURES = (("err_p50", "error p50 after 20 s (m)", "{:.3f}"), ("held", "held", "{:.3f}"),
             ("nees4_inside", "NEES4 inside", "{:.3f}"), ("kbytes_per_s", "KB/s", "{:.2f}"))

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from tools.experiments.evidence.figures import pyplot, save
+from tools.experiments.evidence.limits import SEARCH_RATIO
+from tools.experiments.evidence.measures import search_values
 from tools.experiments.evidence.plan import AS_FILE, NONE, ORACLE_LOOKS, Results
 from tools.experiments.evidence.report import Section
 from tools.experiments.evidence.stats import fmt, fp, median, paired_p
-from tools.experiments.evidence.targets import SEARCH_RATIO, search_values
 
 
 def section(results: Results) -> Section | None:
