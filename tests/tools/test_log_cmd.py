@@ -36,6 +36,12 @@ def test_cat_prints_each_event_as_the_json_line_of_older_runs(tmp_path: Path, ca
     assert lines[7] == {"t": lines[7]["t"], "proc": "walnut", "event": "tick", "i": 7,
                         "raw": "BwD/", "x": 0.1 * 7 + 1e-17}
     assert stigmesh.main(["log", "cat", str(tmp_path / "hazel")]) == 2
+    capsys.readouterr()
+    (tmp_path / "notes.txt").write_bytes(b"\x00\xff not a log\n")
+    assert stigmesh.main(["log", "cat", str(tmp_path / "notes.txt")]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"stigmesh log cat: {tmp_path / 'notes.txt'}: no event in it: not a run log,"
+                   " or every record damaged (1 damaged record(s) skipped)\n")
 
 
 def test_export_jsonl_reads_back_the_same_events_and_mcap_merges(tmp_path: Path) -> None:

@@ -234,4 +234,8 @@ def test_the_command_refuses_mistakes_in_one_line(
     site.write_text(SITE.replace("yaw_deg = 90", "yaw_deg = 900"))
     status, err = run(str(site))
     assert status == 2 and "lab.toml:11: tags[0].yaw_deg: 900 is outside" in err
+    site.write_bytes(b"\x00\xff")  # not text: the file is named
+    status, err = run(str(site))
+    assert status == 2 and err.startswith(f"stigmesh tags: {site}: cannot read: ")
+    assert "utf-8" in err
     assert not (tmp_path / "x.pdf").exists()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from protocol.runlog import ReadStats
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,9 +71,15 @@ def main(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         wanted = set(args.event)
         stats = ReadStats()
+        read = 0
         for event in read_run_log(path, stats):
+            read += 1
             if not wanted or event.get("event") in wanted:
                 sys.stdout.write(dumps(event) + "\n")
+        if stats.bad_lines and not read:
+            print(f"stigmesh log cat: {path}: no event in it: not a run log, or every record "
+                  f"damaged ({_damage(stats)})", file=sys.stderr)
+            return EXIT_FAILED
         if stats.bad_lines:
             print(f"stigmesh log cat: {_damage(stats)}", file=sys.stderr)
         return EXIT_OK

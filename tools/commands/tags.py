@@ -82,6 +82,8 @@ def site_tags(path: Path) -> SiteTags:
             data = tomllib.load(f)
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"{path}: TOML syntax: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: cannot read: {exc}") from None
     if "cars" in data:
         from worlds.arena import load_arena
 
