@@ -5,8 +5,9 @@ from a file (the format: ``tools/SCENARIO.md``). A scenario may hide the arena's
 target (:class:`~tools.experiments.hiding.Hide`: it stands still at a place drawn from the
 run's seed, out of every camera's view at the start; that module places it);
 :func:`oracle` is a liar's scenario with the liar's datagrams dropped from its onset
-instead of its lies; a :class:`Suite` is the scenes the evidence runs. The schedule
-becomes the timed operations both runners execute in :mod:`tools.experiments.timeline`.
+instead of its lies; a :class:`Suite` is the scenes the evidence runs. The schedule's
+actions, and the timed operations both runners execute, are
+:mod:`tools.experiments.schedule`'s.
 """
 
 from __future__ import annotations

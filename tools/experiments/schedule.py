@@ -26,19 +26,6 @@ EVERY_AGENT = "*"
 CLEAR = "clear"
 
 
-class Scheduled(Protocol):
-    """What :func:`timeline` reads of a scenario."""
-
-    @property
-    def names(self) -> tuple[str, ...]: ...
-
-    @property
-    def schedule(self) -> tuple[Action, ...]: ...
-
-    @property
-    def source(self) -> str: ...
-
-
 # ---------------------------------------------------------------- the schedule's actions
 
 
@@ -77,6 +64,18 @@ class Action:
     duration: float | None = None  # undo after this long (restart after a kill)
     line: int = 0
 
+
+class Scheduled(Protocol):
+    """What :func:`timeline` reads of a scenario."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    @property
+    def schedule(self) -> tuple[Action, ...]: ...
+
+    @property
+    def source(self) -> str: ...
 
 
 # ---------------------------------------------------------------- operations
