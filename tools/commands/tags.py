@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,23 +75,19 @@ def _collect(walls: Iterable[_Wall], target: tuple[int, float] | None,
 
 def site_tags(path: Path) -> SiteTags:
     """The tags of a site file (protocol/SITE.md) or of an arena (a site plus the simulator's
-    parts). Raises ValueError or OSError with a message naming the file."""
-    with path.open("rb") as f:
-        try:
-            data = tomllib.load(f)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{path}: TOML syntax: {exc}") from None
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path}: cannot read: {exc}") from None
-    if "cars" in data:
-        from worlds.arena import load_arena
+    parts). Raises :class:`~protocol.tomlfile.FileError` naming the file."""
+    from protocol import tomlfile
 
-        arena = load_arena(path)
+    top = tomlfile.read(path)
+    if "cars" in top.data:
+        from worlds.arena import read_arena
+
+        arena = read_arena(top)
         name, site = arena.name, arena.site
     else:
         from protocol.site import load_site
 
-        site = load_site(path)
+        site = load_site(path)  # read again: a site's reader takes the file, not a table
         name = site.name
     t = site.target
     robots = [(r.robot, r.tag_id, r.size) for r in site.robot_tags]
@@ -149,9 +144,7 @@ def main(args: argparse.Namespace) -> int:
         site = site_tags(args.site)
         ids = None if args.ids is None else parse_ids(args.ids)
         tags = select(site.tags, ids, site.name)
-    except FileNotFoundError:
-        return _fail(f"{args.site}: no such file")
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:  # the site or arena file (FileError names it), or --ids
         return _fail(str(exc))
     if not tags:
         return _fail(f"site {site.name} has no tags to print")
